@@ -1,0 +1,36 @@
+"""Liveness and a report of what is actually serving this process."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import platform
+
+from fastapi import APIRouter
+
+from app.core import loops
+from app.core.config import get_settings
+
+router = APIRouter(prefix="/health", tags=["health"])
+
+
+@router.get("/")
+async def health() -> dict[str, str]:
+    return {"status": "ok"}
+
+
+@router.get("/detailed")
+async def health_detailed() -> dict[str, str | int]:
+    settings = get_settings()
+    running = type(asyncio.get_running_loop())
+    return {
+        "status": "ok",
+        "engine": settings.engine,
+        "loop": settings.resolved_loop,
+        # The class of the loop running this handler, not the configured name: it
+        # is the proof that the engine honoured the choice.
+        "loop_class": f"{running.__module__}.{running.__qualname__}",
+        "http": loops.resolve_http(settings.engine),
+        "python": platform.python_version(),
+        "pid": os.getpid(),
+    }

@@ -1,0 +1,72 @@
+"""The project's command line: `serve` and `engines`."""
+
+from __future__ import annotations
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from app.core import loops
+from app.core.config import PROJECT_SLUG, SettingsError, load_settings
+
+cli = typer.Typer(
+    name=PROJECT_SLUG,
+    help=f"{PROJECT_SLUG}: serve the app on the engine and loop of your choice.",
+    no_args_is_help=True,
+    add_completion=False,
+)
+
+
+@cli.command()
+def serve(
+    engine: str | None = typer.Option(
+        None, help=f"ASGI server: {', '.join(loops.ENGINES)} [env WEBSERVER_ENGINE]."
+    ),
+    loop: str | None = typer.Option(
+        None,
+        help=f"Event loop: {', '.join(loops.LOOP_POLICIES)}; `{PROJECT_SLUG} engines` "
+        "shows what each engine accepts here [env WEBSERVER_LOOP].",
+    ),
+    host: str | None = typer.Option(None, help="Bind address [env WEBSERVER_HOST]."),
+    port: int | None = typer.Option(None, help="Port [env WEBSERVER_PORT]."),
+    workers: int | None = typer.Option(None, help="Worker processes [env WEBSERVER_WORKERS]."),
+    reload: bool | None = typer.Option(
+        None, "--reload/--no-reload", help="Restart on code changes [env WEBSERVER_RELOAD]."
+    ),
+    log_level: str | None = typer.Option(None, help="Log level [env WEBSERVER_LOG_LEVEL]."),
+) -> None:
+    """Start the web server. Flags override the environment and .env for this run."""
+    from app.core import server
+
+    try:
+        settings = load_settings(
+            engine=engine,
+            loop=loop,
+            host=host,
+            port=port,
+            workers=workers,
+            reload=reload,
+            log_level=log_level,
+        )
+    except SettingsError as error:
+        typer.echo(f"Cannot start: {error}", err=True)
+        raise typer.Exit(2) from None
+    server.serve(settings)
+
+
+@cli.command()
+def engines() -> None:
+    """Show which loops each engine runs on this Python, and what `auto` picks."""
+    python = loops.python_version()
+    table = Table(title=f"Engines and loops on Python {loops.version_text(python)}")
+    for column in ("engine", "loop", "verdict", "installed"):
+        table.add_column(column)
+    for engine in loops.ENGINES:
+        for name in loops.LOOPS:
+            reason = loops.refusal(engine, name, python)
+            verdict = "accepted" if reason is None else f"refused: {reason}"
+            installed = "yes" if loops.is_installed(name) else "no"
+            table.add_row(engine, name, verdict, installed)
+        auto = loops.resolve(engine, loops.AUTO, python)
+        table.add_row(engine, loops.AUTO, f"resolves to {auto}", "")
+    Console().print(table)

@@ -1,0 +1,212 @@
+"""The engine x loop x Python matrix: the one table of what can run with what.
+
+The Copier questions, the settings, the launcher, the CLI, the docs table and the
+tests all read this module. It is plain Python with no third-party imports, because
+the template's Copier extension loads this very file before any dependency exists.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from dataclasses import dataclass, field
+from typing import Literal
+
+Engine = Literal["uvicorn", "granian"]
+LoopName = Literal["auto", "asyncio", "uvloop", "rloop", "zuvloop"]
+PythonVersion = tuple[int, int]
+
+PYTHON_VERSIONS: tuple[str, ...] = ("3.11", "3.12", "3.13", "3.14")
+ENGINES: tuple[Engine, ...] = ("uvicorn", "granian")
+AUTO = "auto"
+
+
+@dataclass(frozen=True)
+class LoopSpec:
+    """One event loop: where it comes from and which engines can drive it."""
+
+    name: str
+    module: str  # must import for the loop to be usable; its classes live under it
+    summary: str
+    min_python: PythonVersion = (3, 11)
+    # engine -> the value that engine's own `loop=` option takes for this loop
+    engine_values: dict[str, str] = field(default_factory=dict)
+    # engine -> why it is refused (a measured reason, quoted in the refusal)
+    refused_because: dict[str, str] = field(default_factory=dict)
+
+
+LOOPS: dict[str, LoopSpec] = {
+    spec.name: spec
+    for spec in (
+        LoopSpec(
+            "asyncio",
+            "asyncio",
+            "the standard library's selector loop",
+            engine_values={"uvicorn": "asyncio", "granian": "asyncio"},
+        ),
+        LoopSpec(
+            "uvloop",
+            "uvloop",
+            "libuv through Cython",
+            engine_values={"uvicorn": "uvloop", "granian": "uvloop"},
+        ),
+        LoopSpec(
+            "rloop",
+            "rloop",
+            "Rust, from the granian authors",
+            engine_values={"granian": "rloop"},
+            refused_because={
+                "uvicorn": "under uvicorn, HTTP works but the WebSocket upgrade fails "
+                "because rloop's transport cannot switch protocol "
+                "(measured with uvicorn 0.54 and rloop 0.5)",
+            },
+        ),
+        LoopSpec(
+            "zuvloop",
+            "zuvloop",
+            "Zig, wheels for CPython 3.14+ only",
+            min_python=(3, 14),
+            engine_values={"uvicorn": "zuvloop"},
+            refused_because={
+                "granian": "granian 2.8 has no zuvloop choice "
+                "(its loops are asyncio, uvloop and rloop)",
+            },
+        ),
+    )
+}
+LOOP_POLICIES: tuple[str, ...] = (AUTO, *LOOPS)
+
+# `auto` is resolved here, never by the engine: granian's own auto picks rloop first,
+# so handing it "auto" would make the two engines run different loops.
+AUTO_PREFERENCE: tuple[str, ...] = ("uvloop", "asyncio")
+
+
+def python_version(text: str | None = None) -> PythonVersion:
+    """'3.13' -> (3, 13); None -> the running interpreter."""
+    if text is None:
+        return sys.version_info[:2]
+    major, minor = str(text).split(".")[:2]
+    return int(major), int(minor)
+
+
+def version_text(version: PythonVersion) -> str:
+    return f"{version[0]}.{version[1]}"
+
+
+def is_installed(loop: str) -> bool:
+    return importlib.util.find_spec(LOOPS[loop].module) is not None
+
+
+def engine_loops(engine: str, python: PythonVersion) -> tuple[str, ...]:
+    """The loops `engine` can run on `python`, `auto` first."""
+    return (AUTO,) + tuple(
+        spec.name
+        for spec in LOOPS.values()
+        if engine in spec.engine_values and python >= spec.min_python
+    )
+
+
+def _one_of(values: tuple[str, ...] | list[str]) -> str:
+    values = list(values)
+    if len(values) == 1:
+        return values[0]
+    return ", ".join(values[:-1]) + " or " + values[-1]
+
+
+def refusal(engine: str, loop: str, python: PythonVersion) -> str | None:
+    """Why `engine` cannot run `loop` on `python` (one sentence), or None when it can.
+
+    Installation is not checked here: this is the rule the Copier questions apply
+    before any package exists. `availability_refusal` adds the installed check.
+    """
+    if engine not in ENGINES:
+        return f"Unknown engine {engine!r}: choose {_one_of(ENGINES)}."
+    if loop not in LOOP_POLICIES:
+        return f"Unknown loop {loop!r}: choose {_one_of(LOOP_POLICIES)}."
+    if loop == AUTO:
+        return None
+    spec = LOOPS[loop]
+    accepted = _one_of(engine_loops(engine, python))
+    where = f"on Python {version_text(python)} {engine} accepts {accepted}"
+    if engine not in spec.engine_values:
+        others = [e for e in ENGINES if e in spec.engine_values]
+        return (
+            f"{loop} needs the {_one_of(others)} engine: "
+            f"{spec.refused_because[engine]}; {where}."
+        )
+    if python < spec.min_python:
+        return (
+            f"{loop} needs Python {version_text(spec.min_python)} or newer "
+            f"({spec.summary}); {where}."
+        )
+    return None
+
+
+def resolve(engine: str, loop: str, python: PythonVersion | None = None) -> str:
+    """The concrete loop to run: `auto` becomes the first installed preference."""
+    if loop != AUTO:
+        return loop
+    python = python or python_version()
+    allowed = engine_loops(engine, python)
+    return next(
+        name for name in AUTO_PREFERENCE if name in allowed and is_installed(name)
+    )
+
+
+def availability_refusal(engine: str, loop: str) -> str | None:
+    """`refusal` for this interpreter, plus: is the chosen loop installed here?"""
+    python = python_version()
+    reason = refusal(engine, loop, python)
+    if reason or loop == AUTO or is_installed(loop):
+        return reason
+    usable = [name for name in engine_loops(engine, python) if name == AUTO or is_installed(name)]
+    return (
+        f"{loop} is not installed in this environment "
+        f"(install the {LOOPS[loop].module} package); here {engine} can run {_one_of(usable)}."
+    )
+
+
+def engine_value(engine: str, loop: str) -> str:
+    """What to pass as `loop=` to the engine for a resolved, allowed loop."""
+    return LOOPS[loop].engine_values[engine]
+
+
+@dataclass(frozen=True)
+class MatrixCell:
+    python: str
+    engine: str
+    loop: str
+    refusal: str | None
+
+    @property
+    def allowed(self) -> bool:
+        return self.refusal is None
+
+
+def matrix(pythons: tuple[str, ...] = PYTHON_VERSIONS) -> list[MatrixCell]:
+    """Every python x engine x loop policy, with its verdict."""
+    return [
+        MatrixCell(py, engine, loop, refusal(engine, loop, python_version(py)))
+        for py in pythons
+        for engine in ENGINES
+        for loop in LOOP_POLICIES
+    ]
+
+
+# HTTP/1 parsers. Only uvicorn has a choice; granian parses in Rust (hyper).
+HTTP_PARSERS: dict[str, str] = {"httptools": "httptools", "h11": "h11"}
+GRANIAN_HTTP = "hyper"
+# uvicorn's own `auto` order: httptools when installed, else h11.
+HTTP_AUTO_PREFERENCE: tuple[str, ...] = ("httptools", "h11")
+
+
+def resolve_http(engine: str, http: str = AUTO) -> str:
+    if engine == "granian":
+        return GRANIAN_HTTP
+    if http != AUTO:
+        return http
+    return next(
+        name
+        for name in HTTP_AUTO_PREFERENCE
+        if importlib.util.find_spec(HTTP_PARSERS[name]) is not None
+    )

@@ -1,0 +1,83 @@
+"""The launcher: start the chosen engine on an explicit loop through its Python API."""
+
+from __future__ import annotations
+
+import os
+import platform
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+from app.core import loops
+from app.core.config import ENV_PREFIX, PROJECT_SLUG, Settings
+
+APP_TARGET = "app.main:create_app"
+APP_DIR = Path(__file__).resolve().parents[1]
+
+
+def startup_line(settings: Settings, loop: str) -> str:
+    workers = f"{settings.workers} worker{'s' if settings.workers != 1 else ''}"
+    reload = ", reload" if settings.reload else ""
+    python = platform.python_version()
+    return (
+        f"Starting {PROJECT_SLUG} web server ({settings.engine} on {loop}, "
+        f"Python {python}, {workers}{reload}) on http://{settings.host}:{settings.port}"
+    )
+
+
+def publish(settings: Settings, loop: str) -> None:
+    # Workers and reloader children rebuild Settings from the environment, so they
+    # must see this run's choices, command-line flags and the resolved `auto` included.
+    os.environ[f"{ENV_PREFIX}ENGINE"] = settings.engine
+    os.environ[f"{ENV_PREFIX}LOOP"] = loop
+
+
+def run_uvicorn(settings: Settings, loop: str) -> None:
+    import uvicorn
+
+    uvicorn.run(
+        APP_TARGET,
+        factory=True,
+        host=settings.host,
+        port=settings.port,
+        workers=settings.workers,
+        reload=settings.reload,
+        reload_dirs=[str(APP_DIR)] if settings.reload else None,
+        loop=loops.engine_value("uvicorn", loop),
+        log_level=settings.log_level,
+        access_log=False,
+    )
+
+
+def run_granian(settings: Settings, loop: str) -> None:
+    from granian import Granian
+    from granian.constants import Interfaces, Loops
+    from granian.log import LogLevels
+
+    Granian(
+        APP_TARGET,
+        factory=True,
+        address=settings.host,
+        port=settings.port,
+        # granian's default interface is RSGI; FastAPI speaks ASGI.
+        interface=Interfaces.ASGI,
+        workers=settings.workers,
+        loop=Loops(loops.engine_value("granian", loop)),
+        log_level=LogLevels(settings.log_level),
+        log_access=False,
+        reload=settings.reload,
+        reload_paths=[APP_DIR] if settings.reload else None,
+    ).serve()
+
+
+ENGINE_RUNNERS: dict[str, Callable[[Settings, str], None]] = {
+    "uvicorn": run_uvicorn,
+    "granian": run_granian,
+}
+
+
+def serve(settings: Settings) -> None:
+    loop = settings.resolved_loop
+    publish(settings, loop)
+    print(startup_line(settings, loop), file=sys.stderr, flush=True)
+    ENGINE_RUNNERS[settings.engine](settings, loop)
