@@ -87,7 +87,7 @@ def _loop_refusal(answers: dict[str, Any], loop: Any) -> str:
 
 def _given_on_command_line(context: Context) -> dict[str, Any]:
     conf = context.get("_copier_conf")
-    return dict(conf.data) if conf is not None and conf.data else {}
+    return dict(conf["data"] or {}) if conf is not None else {}
 
 
 @pass_context
