@@ -20,6 +20,7 @@ from types import ModuleType
 from typing import Any
 
 from copier.errors import UserMessageError
+from copier_template_extensions import ContextHook
 from jinja2 import pass_context
 from jinja2.ext import Extension
 from jinja2.runtime import Context
@@ -122,6 +123,31 @@ def refusal(context: Context, question: str, value: Any) -> str:
                 raise UserMessageError(reason)
         return _loop_refusal(answers, value)
     return VALUE_RULES[question](value)
+
+
+def answers_refusal(answers: dict[str, Any]) -> str:
+    """The first sentence refusing a set of answers, or ''."""
+    for question, rule in VALUE_RULES.items():
+        reason = rule(answers[question]) if question in answers else ""
+        if reason:
+            return reason
+    return _loop_refusal(answers, answers["loop_policy"])
+
+
+class AnswersCheck(ContextHook):
+    """Refuse to render answers that arrived without a question's check.
+
+    Answers from `--defaults` with user defaults, from an answers file or from
+    pytest-copie skip the validators; this last check runs before the first file is
+    written, so an impossible project is never rendered.
+    """
+
+    def hook(self, context: dict[str, Any]) -> None:
+        if context.get("_copier_phase") != "render":
+            return
+        reason = answers_refusal(context)
+        if reason:
+            raise UserMessageError(reason)
 
 
 class MatrixExtension(Extension):

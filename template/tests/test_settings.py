@@ -7,7 +7,9 @@ import subprocess
 import sys
 
 import pytest
+from typer.testing import CliRunner
 
+from app.cli import cli
 from app.core import loops
 from tests.server_process import PROJECT_DIR, free_port
 
@@ -38,15 +40,26 @@ if NOT_INSTALLED:
 
 
 @pytest.mark.parametrize(("settings", "sentence"), BAD_SETTINGS, ids=str)
-def test_bad_setting_is_one_sentence_and_exit_2(settings: dict[str, str], sentence: str) -> None:
-    env = {**os.environ, "WEBSERVER_PORT": str(free_port()), **settings}
-    result = subprocess.run(
-        [sys.executable, "-m", "app", "serve"],
-        cwd=PROJECT_DIR, env=env, capture_output=True, text=True, timeout=30,
-    )
-    assert result.returncode == 2, result.stderr
-    assert "Traceback" not in result.stderr
-    assert "Starting" not in result.stderr  # nothing was started
+def test_bad_setting_is_one_sentence_and_exit_2(
+    settings: dict[str, str], sentence: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for name, value in settings.items():
+        monkeypatch.setenv(name, value)
+    result = CliRunner().invoke(cli, ["serve", "--port", str(free_port())])
+    assert result.exit_code == 2, result.output
+    assert result.exception is None or isinstance(result.exception, SystemExit)
+    assert "Starting" not in result.output  # nothing was started
     assert result.stderr.startswith("Cannot start: ")
     assert sentence in result.stderr
     assert len(result.stderr.strip().splitlines()) == 1
+
+
+def test_refusal_from_a_real_process_has_no_traceback() -> None:
+    env = {**os.environ, "WEBSERVER_ENGINE": "uvicorn", "WEBSERVER_LOOP": "rloop"}
+    result = subprocess.run(
+        [sys.executable, "-m", "app", "serve", "--port", str(free_port())],
+        cwd=PROJECT_DIR, env=env, capture_output=True, text=True, timeout=30,
+    )
+    assert result.returncode == 2
+    assert result.stderr.startswith("Cannot start: rloop needs the granian engine")
+    assert "Traceback" not in result.stderr

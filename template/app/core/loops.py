@@ -99,11 +99,12 @@ def is_installed(loop: str) -> bool:
 
 def engine_loops(engine: str, python: PythonVersion) -> tuple[str, ...]:
     """The loops `engine` can run on `python`, `auto` first."""
-    return (AUTO,) + tuple(
+    allowed = [
         spec.name
         for spec in LOOPS.values()
         if engine in spec.engine_values and python >= spec.min_python
-    )
+    ]
+    return (AUTO, *allowed)
 
 
 def _one_of(values: tuple[str, ...] | list[str]) -> str:
