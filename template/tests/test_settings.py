@@ -10,7 +10,7 @@ import pytest
 from typer.testing import CliRunner
 
 from app.cli import cli
-from app.core import loops
+from app.core import loops, server
 from tests.server_process import PROJECT_DIR, free_port
 
 NOT_INSTALLED = next(
@@ -43,12 +43,16 @@ if NOT_INSTALLED:
 def test_bad_setting_is_one_sentence_and_exit_2(
     settings: dict[str, str], sentence: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    def must_not_start(*_: object) -> None:
+        raise AssertionError("the server was started")
+
+    monkeypatch.setattr(server, "serve", must_not_start)
+    monkeypatch.setenv("WEBSERVER_PORT", str(free_port()))
     for name, value in settings.items():
         monkeypatch.setenv(name, value)
-    result = CliRunner().invoke(cli, ["serve", "--port", str(free_port())])
+    result = CliRunner().invoke(cli, ["serve"])
     assert result.exit_code == 2, result.output
     assert result.exception is None or isinstance(result.exception, SystemExit)
-    assert "Starting" not in result.output  # nothing was started
     assert result.stderr.startswith("Cannot start: ")
     assert sentence in result.stderr
     assert len(result.stderr.strip().splitlines()) == 1

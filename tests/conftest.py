@@ -1,0 +1,50 @@
+from __future__ import annotations
+
+import importlib.util
+import os
+import sys
+from pathlib import Path
+from types import ModuleType
+
+import pytest
+
+from extensions.matrix import loops
+from tests import interpreters, project_envs
+
+TEMPLATE_ROOT = Path(__file__).resolve().parents[1]
+# Pythons that must be present: CI sets this so a missing one fails instead of skipping.
+REQUIRED_PYTHONS = os.environ.get("REQUIRED_PYTHONS", "").split()
+
+
+def load_template_module(relative: str) -> ModuleType:
+    """A module of the rendered project's, loaded from the template itself."""
+    path = TEMPLATE_ROOT / "template" / relative
+    spec = importlib.util.spec_from_file_location(f"_template_{path.stem}", path)
+    assert spec and spec.loader
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+server_process = load_template_module("tests/server_process.py")
+
+
+def require_interpreter(version: str) -> interpreters.Interpreter:
+    found = interpreters.find(version)
+    if found is None:
+        tried = ", ".join(interpreters.candidates(version)) or "nothing on PATH or in pyenv"
+        message = f"no working Python {version} on this machine (tried: {tried})"
+        if version in REQUIRED_PYTHONS:
+            pytest.fail(f"{message}; REQUIRED_PYTHONS lists it")
+        pytest.skip(message)
+    return found
+
+
+@pytest.fixture(scope="session")
+def matrix() -> ModuleType:
+    return loops
+
+
+def environment_for(version: str, pyproject: Path) -> Path:
+    return project_envs.environment_python(require_interpreter(version), pyproject)

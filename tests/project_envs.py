@@ -1,0 +1,41 @@
+"""One virtual environment per Python version, shared by every rendered project.
+
+The answers change the defaults, never the dependencies, so all projects of one Python
+install the same packages: build that environment once (keyed by the dependency
+list) and run each rendered project's code and tests with it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from tests.interpreters import Interpreter
+
+CACHE = Path(os.environ.get("TEMPLATE_ENV_CACHE", Path(__file__).parents[1] / ".cache" / "envs"))
+UV = str(Path(sys.executable).with_name("uv"))
+UV_ENV = {**os.environ, "UV_PYTHON_DOWNLOADS": "never"}
+
+
+def environment_python(interpreter: Interpreter, pyproject: Path) -> Path:
+    """The python of a ready environment holding pyproject's dependencies and dev group."""
+    key = hashlib.sha256(pyproject.read_bytes()).hexdigest()[:12]
+    env_dir = CACHE / f"py{interpreter.version}-{key}"
+    python = env_dir / "bin" / "python"
+    ready = env_dir / ".ready"
+    if ready.exists():
+        return python
+    subprocess.run(
+        [UV, "venv", "--quiet", "--clear", "--python", interpreter.executable, str(env_dir)],
+        check=True, env=UV_ENV,
+    )
+    subprocess.run(
+        [UV, "pip", "install", "--quiet", "--python", str(python),
+         "-r", str(pyproject), "--group", f"{pyproject}:dev"],
+        check=True, env=UV_ENV,
+    )
+    ready.touch()
+    return python

@@ -1,0 +1,54 @@
+"""Every allowed answer combination renders, lints clean, passes its own tests, and boots."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import httpx
+import pytest
+
+from extensions.matrix import loops
+from tests.conftest import environment_for, server_process
+
+RUFF = str(Path(sys.executable).with_name("ruff"))
+ALLOWED = [cell for cell in loops.matrix() if cell.allowed]
+
+
+def expected_loop(cell: loops.MatrixCell) -> str:
+    # Every Python's environment installs uvloop, the first `auto` preference.
+    return cell.loop if cell.loop != loops.AUTO else loops.AUTO_PREFERENCE[0]
+
+
+@pytest.mark.parametrize("cell", ALLOWED, ids=lambda c: f"{c.python}-{c.engine}-{c.loop}")
+def test_combination(copie, cell: loops.MatrixCell) -> None:
+    result = copie.copy(
+        extra_answers={
+            "python_version": cell.python,
+            "default_engine": cell.engine,
+            "loop_policy": cell.loop,
+        }
+    )
+    assert result.exit_code == 0, result.exception
+    project = result.project_dir
+    python = environment_for(cell.python, project / "pyproject.toml")
+
+    lint = subprocess.run([RUFF, "check", "--no-cache", "."], cwd=project,
+                          capture_output=True, text=True)
+    assert lint.returncode == 0, lint.stdout
+
+    own_tests = subprocess.run(
+        [str(python), "-m", "pytest", "-q", "-p", "no:cacheprovider"],
+        cwd=project, capture_output=True, text=True, timeout=300,
+    )
+    assert own_tests.returncode == 0, own_tests.stdout[-4000:] + own_tests.stderr[-2000:]
+
+    # No flags: the engine and loop come from the rendered .env and defaults.
+    with server_process.running_server(python=[str(python)], cwd=project) as (url, process):
+        detail = httpx.get(f"{url}/health/detailed").json()
+    assert detail["engine"] == cell.engine
+    assert detail["loop"] == expected_loop(cell)
+    assert detail["loop_class"].startswith(loops.LOOPS[expected_loop(cell)].module + ".")
+    assert detail["python"].startswith(cell.python + ".")
+    assert process.returncode in (0, -15)
