@@ -40,7 +40,7 @@ def test_combination(copie, cell: loops.MatrixCell) -> None:
 
     own_tests = subprocess.run(
         [str(python), "-m", "pytest", "-q", "-p", "no:cacheprovider"],
-        cwd=project, capture_output=True, text=True, timeout=300,
+        cwd=project, capture_output=True, text=True, timeout=120,
     )
     assert own_tests.returncode == 0, own_tests.stdout[-4000:] + own_tests.stderr[-2000:]
 

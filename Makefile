@@ -1,0 +1,30 @@
+# copier-fastapi-engines: `make demo` renders a project with the defaults and serves it;
+# `make test` runs the template's own suite. Both set themselves up with python3 only.
+
+PYTHON ?= python3
+VENV := .venv
+DEV := $(VENV)/.installed
+DEMO_DIR ?= demo
+
+.PHONY: test demo lint clean
+
+$(DEV): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(VENV)/bin/pip install --quiet --disable-pip-version-check uv
+	$(VENV)/bin/uv pip install --quiet --python $(VENV)/bin/python \
+		-r pyproject.toml --group pyproject.toml:dev
+	@touch $@
+
+test: $(DEV)
+	$(VENV)/bin/python -m pytest $(PYTEST_ARGS)
+
+demo: $(DEV)
+	rm -rf $(DEMO_DIR)
+	$(VENV)/bin/copier copy --trust --defaults --vcs-ref HEAD $(DATA) . $(DEMO_DIR)
+	$(MAKE) -C $(DEMO_DIR) serve UV=$(CURDIR)/$(VENV)/bin/uv
+
+lint: $(DEV)
+	$(VENV)/bin/ruff check extensions tests
+
+clean:
+	rm -rf $(VENV) .cache $(DEMO_DIR)
