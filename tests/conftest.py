@@ -33,7 +33,8 @@ server_process = load_template_module("tests/server_process.py")
 def require_interpreter(version: str) -> interpreters.Interpreter:
     found = interpreters.find(version)
     if found is None:
-        tried = ", ".join(interpreters.candidates(version)) or "nothing on PATH or in pyenv"
+        tried = ", ".join(map(interpreters.describe, interpreters.candidates(version)))
+        tried = tried or "nothing on PATH, in pyenv or from get-python314.sh"
         message = f"no working Python {version} on this machine (tried: {tried})"
         if version in REQUIRED_PYTHONS:
             pytest.fail(f"{message}; REQUIRED_PYTHONS lists it")
@@ -46,5 +47,6 @@ def matrix() -> ModuleType:
     return loops
 
 
-def environment_for(version: str, pyproject: Path) -> Path:
-    return project_envs.environment_python(require_interpreter(version), pyproject)
+def environment_for(version: str, pyproject: Path) -> tuple[interpreters.Interpreter, Path]:
+    interpreter = require_interpreter(version)
+    return interpreter, project_envs.environment_python(interpreter, pyproject)

@@ -1,7 +1,8 @@
 """Find a Python X.Y on this machine without downloading one.
 
 PATH first (`python3.12`), then pyenv's installed versions (its shims answer only for
-the global version, so `python3.12` on PATH may be a shim that fails).
+the global version, so `python3.12` on PATH may be a shim that fails), then a Debian
+root built by `get-python314.sh`, whose `py314-run` wrapper runs commands inside it.
 """
 
 from __future__ import annotations
@@ -11,24 +12,43 @@ import os
 import shutil
 import subprocess
 from dataclasses import dataclass
+from collections.abc import Sequence
 from pathlib import Path
+
+
+# Host directories the rooted interpreter must see at the same paths: pytest's
+# temporary projects and this repository (the environment cache and uv live here).
+ROOT_BINDS = ("/tmp", str(Path(__file__).resolve().parents[1]))
+PY314_RUN = os.environ.get("PY314_RUN", "/var/tmp/python314/bin/py314-run")
+ROOTED_PYTHON = "/usr/bin/python{version}"
 
 
 @dataclass(frozen=True)
 class Interpreter:
     version: str
     executable: str
+    root_runner: str | None = None  # runs commands inside a root (py314-run)
+
+    def command(self, argv: Sequence[str], cwd: Path | str = "/") -> list[str]:
+        """argv as run by this interpreter's host: as is, or inside its root at `cwd`."""
+        if self.root_runner is None:
+            return list(argv)
+        binds = [arg for path in ROOT_BINDS for arg in ("-b", path)]
+        # The root starts with an empty environment; uv must not fetch interpreters there.
+        env = ["-e", "UV_PYTHON_DOWNLOADS=never"]
+        return [self.root_runner, *binds, "-C", str(cwd), *env, "--", *argv]
 
 
-def _reports_version(executable: str, version: str) -> bool:
+def _reports_version(interpreter: Interpreter) -> bool:
+    probe = [interpreter.executable, "-c", "import sys; print('%d.%d' % sys.version_info[:2])"]
     try:
         result = subprocess.run(
-            [executable, "-c", "import sys; print('%d.%d' % sys.version_info[:2])"],
+            interpreter.command(probe),
             capture_output=True, text=True, timeout=30,
         )
     except (OSError, subprocess.TimeoutExpired):
         return False
-    return result.returncode == 0 and result.stdout.strip() == version
+    return result.returncode == 0 and result.stdout.strip() == interpreter.version
 
 
 def _pyenv_root() -> Path:
@@ -42,16 +62,23 @@ def _pyenv_root() -> Path:
     return Path.home() / ".pyenv"
 
 
-def candidates(version: str) -> list[str]:
+def candidates(version: str) -> list[Interpreter]:
     found = [path for path in [shutil.which(f"python{version}")] if path]
     versions = _pyenv_root() / "versions"
     found += [str(p) for p in sorted(versions.glob(f"{version}.*/bin/python{version}"))]
-    return found
+    interpreters = [Interpreter(version, path) for path in found]
+    if Path(PY314_RUN).exists():
+        interpreters.append(
+            Interpreter(version, ROOTED_PYTHON.format(version=version), root_runner=PY314_RUN)
+        )
+    return interpreters
+
+
+def describe(interpreter: Interpreter) -> str:
+    where = f" inside {interpreter.root_runner}" if interpreter.root_runner else ""
+    return f"{interpreter.executable}{where}"
 
 
 @functools.cache
 def find(version: str) -> Interpreter | None:
-    for executable in candidates(version):
-        if _reports_version(executable, version):
-            return Interpreter(version, executable)
-    return None
+    return next((i for i in candidates(version) if _reports_version(i)), None)

@@ -28,14 +28,12 @@ def environment_python(interpreter: Interpreter, pyproject: Path) -> Path:
     ready = env_dir / ".ready"
     if ready.exists():
         return python
-    subprocess.run(
+    # uv is one static binary: the rooted interpreter runs the same one inside its root.
+    for argv in (
         [UV, "venv", "--quiet", "--clear", "--python", interpreter.executable, str(env_dir)],
-        check=True, env=UV_ENV,
-    )
-    subprocess.run(
         [UV, "pip", "install", "--quiet", "--python", str(python),
          "-r", str(pyproject), "--group", f"{pyproject}:dev"],
-        check=True, env=UV_ENV,
-    )
+    ):
+        subprocess.run(interpreter.command(argv), check=True, env=UV_ENV)
     ready.touch()
     return python

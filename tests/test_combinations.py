@@ -32,20 +32,21 @@ def test_combination(copie, cell: loops.MatrixCell) -> None:
     )
     assert result.exit_code == 0, result.exception
     project = result.project_dir
-    python = environment_for(cell.python, project / "pyproject.toml")
+    interpreter, python = environment_for(cell.python, project / "pyproject.toml")
 
     lint = subprocess.run([RUFF, "check", "--no-cache", "."], cwd=project,
                           capture_output=True, text=True)
     assert lint.returncode == 0, lint.stdout
 
     own_tests = subprocess.run(
-        [str(python), "-m", "pytest", "-q", "-p", "no:cacheprovider"],
+        interpreter.command([str(python), "-m", "pytest", "-q", "-p", "no:cacheprovider"], project),
         cwd=project, capture_output=True, text=True, timeout=120,
     )
     assert own_tests.returncode == 0, own_tests.stdout[-4000:] + own_tests.stderr[-2000:]
 
     # No flags: the engine and loop come from the rendered .env and defaults.
-    with server_process.running_server(python=[str(python)], cwd=project) as (url, process):
+    runner = interpreter.command([str(python)], project)
+    with server_process.running_server(python=runner, cwd=project) as (url, process):
         detail = httpx.get(f"{url}/health/detailed").json()
     assert detail["engine"] == cell.engine
     assert detail["loop"] == expected_loop(cell)

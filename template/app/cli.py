@@ -27,6 +27,13 @@ def serve(
         help=f"Event loop: {', '.join(loops.LOOP_POLICIES)}; `{PROJECT_SLUG} engines` "
         "shows what each engine accepts here [env WEBSERVER_LOOP].",
     ),
+    http: str | None = typer.Option(
+        None,
+        help=f"uvicorn's HTTP parser: {', '.join(loops.HTTP_POLICIES)} [env WEBSERVER_HTTP].",
+    ),
+    http2: bool | None = typer.Option(
+        None, "--http2/--no-http2", help="Also answer cleartext HTTP/2 [env WEBSERVER_HTTP2]."
+    ),
     host: str | None = typer.Option(None, help="Bind address [env WEBSERVER_HOST]."),
     port: int | None = typer.Option(None, help="Port [env WEBSERVER_PORT]."),
     workers: int | None = typer.Option(None, help="Worker processes [env WEBSERVER_WORKERS]."),
@@ -42,6 +49,8 @@ def serve(
         settings = load_settings(
             engine=engine,
             loop=loop,
+            http=http,
+            http2=http2,
             host=host,
             port=port,
             workers=workers,
@@ -70,3 +79,16 @@ def engines() -> None:
         auto = loops.resolve(engine, loops.AUTO, python)
         table.add_row(engine, loops.AUTO, f"resolves to {auto}", "")
     Console().print(table)
+
+    parsers = Table(title="HTTP parsers (WEBSERVER_HTTP)")
+    for column in ("engine", "parser", "HTTP/2", "verdict", "installed"):
+        parsers.add_column(column)
+    for engine in loops.ENGINES:
+        for name, spec in loops.HTTP_PARSERS.items():
+            reason = loops.http_refusal(engine, name)
+            verdict = "accepted" if reason is None else f"refused: {reason}"
+            installed = "yes" if loops.importable(spec.module) else "no"
+            parsers.add_row(engine, name, "yes" if spec.http2 else "no", verdict, installed)
+        auto = loops.resolve_http(engine)
+        parsers.add_row(engine, loops.AUTO, "", f"resolves to {auto}", "")
+    Console().print(parsers)

@@ -29,3 +29,30 @@ def test_engine_serves_on_the_configured_loop(engine: str) -> None:
     assert detail["loop_class"].startswith(loops.LOOPS[expected].module + ".")
     assert detail["http"] == loops.resolve_http(engine)
     assert process.returncode in (0, -15)
+
+
+# (engine, parser, HTTP/2): uvicorn's parsers, and HTTP/2 where an engine offers it.
+PARSER_CASES = [
+    *((loops.PARSER_ENGINE, name, False) for name in loops.HTTP_PARSERS),
+    *((engine, "zttp" if engine == loops.PARSER_ENGINE else loops.AUTO, True)
+      for engine in loops.ENGINES),
+]
+
+
+@pytest.mark.parametrize(("engine", "http", "http2"), PARSER_CASES, ids=str)
+def test_parser_and_http2(engine: str, http: str, http2: bool) -> None:
+    args = ["--engine", engine, "--loop", loops.AUTO, "--http", http]
+    args += ["--http2"] if http2 else []
+    with running_server(args) as (base_url, _):
+        detail = httpx.get(f"{base_url}/health/detailed").json()
+        with httpx.Client(http1=False, http2=True) as client:  # h2c, prior knowledge
+            try:
+                h2 = client.get(f"{base_url}/health/detailed").json()
+            except httpx.TransportError:
+                h2 = None
+    assert detail["http"] == loops.resolve_http(engine, http)
+    assert detail["http_version"] == "1.1"
+    if http2:
+        assert h2 is not None and h2["http_version"] == "2"
+    else:
+        assert h2 is None  # HTTP/2 only when asked, on both engines

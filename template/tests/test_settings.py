@@ -28,6 +28,11 @@ BAD_SETTINGS = [
     ({"WEBSERVER_WORKERS": "0"}, "WEBSERVER_WORKERS='0' is refused"),
     ({"WEBSERVER_LOG_LEVEL": "loud"}, "WEBSERVER_LOG_LEVEL='loud' is refused"),
     ({"WEBSERVER_RELOAD": "true", "WEBSERVER_WORKERS": "2"}, "cannot be combined"),
+    ({"WEBSERVER_HTTP": "picohttp"}, "Unknown HTTP parser"),
+    ({"WEBSERVER_ENGINE": "granian", "WEBSERVER_HTTP": "zttp"}, "has no parser choice"),
+    ({"WEBSERVER_ENGINE": "uvicorn", "WEBSERVER_HTTP": "httptools", "WEBSERVER_HTTP2": "true"},
+     "HTTP/2 under uvicorn needs the zttp parser"),
+    ({"WEBSERVER_ENGINE": "uvicorn", "WEBSERVER_HTTP2": "true"}, "needs the zttp parser"),
 ]
 if loops.python_version() < (3, 14):
     BAD_SETTINGS.append(

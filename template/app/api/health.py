@@ -6,9 +6,8 @@ import asyncio
 import os
 import platform
 
-from fastapi import APIRouter
+from fastapi import APIRouter, Request
 
-from app.core import loops
 from app.core.config import get_settings
 
 router = APIRouter(prefix="/health", tags=["health"])
@@ -20,7 +19,7 @@ async def health() -> dict[str, str]:
 
 
 @router.get("/detailed")
-async def health_detailed() -> dict[str, str | int]:
+async def health_detailed(request: Request) -> dict[str, str | int]:
     settings = get_settings()
     running = type(asyncio.get_running_loop())
     return {
@@ -30,7 +29,8 @@ async def health_detailed() -> dict[str, str | int]:
         # The class of the loop running this handler, not the configured name: it
         # is the proof that the engine honoured the choice.
         "loop_class": f"{running.__module__}.{running.__qualname__}",
-        "http": loops.resolve_http(settings.engine),
+        "http": settings.resolved_http,
+        "http_version": request.scope["http_version"],
         "python": platform.python_version(),
         "pid": os.getpid(),
     }

@@ -93,8 +93,12 @@ def version_text(version: PythonVersion) -> str:
     return f"{version[0]}.{version[1]}"
 
 
+def importable(module: str) -> bool:
+    return importlib.util.find_spec(module) is not None
+
+
 def is_installed(loop: str) -> bool:
-    return importlib.util.find_spec(LOOPS[loop].module) is not None
+    return importable(LOOPS[loop].module)
 
 
 def engine_loops(engine: str, python: PythonVersion) -> tuple[str, ...]:
@@ -194,20 +198,61 @@ def matrix(pythons: tuple[str, ...] = PYTHON_VERSIONS) -> list[MatrixCell]:
     ]
 
 
-# HTTP/1 parsers. Only uvicorn has a choice; granian parses in Rust (hyper).
-HTTP_PARSERS: dict[str, str] = {"httptools": "httptools", "h11": "h11"}
+@dataclass(frozen=True)
+class ParserSpec:
+    """An HTTP parser uvicorn can use (granian parses in Rust and has no choice)."""
+
+    name: str
+    module: str
+    summary: str
+    http2: bool = False
+
+
+HTTP_PARSERS: dict[str, ParserSpec] = {
+    spec.name: spec
+    for spec in (
+        ParserSpec("httptools", "httptools", "llhttp through Cython"),
+        ParserSpec("h11", "h11", "pure Python"),
+        ParserSpec("zttp", "zttp", "Zig; HTTP/1.1 and cleartext HTTP/2", http2=True),
+    )
+}
+HTTP_POLICIES: tuple[str, ...] = (AUTO, *HTTP_PARSERS)
+PARSER_ENGINE = "uvicorn"
 GRANIAN_HTTP = "hyper"
-# uvicorn's own `auto` order: httptools when installed, else h11.
+# uvicorn's own `auto`, kept as is: httptools when installed, else h11; never zttp.
 HTTP_AUTO_PREFERENCE: tuple[str, ...] = ("httptools", "h11")
 
 
+def http_refusal(engine: str, http: str, http2: bool = False) -> str | None:
+    """Why `engine` cannot use parser `http` (with HTTP/2 or not), or None."""
+    if http not in HTTP_POLICIES:
+        return f"Unknown HTTP parser {http!r}: choose {_one_of(HTTP_POLICIES)}."
+    if engine != PARSER_ENGINE and http != AUTO:
+        return (
+            f"{engine} parses HTTP itself (Rust, {GRANIAN_HTTP}) and has no parser choice; "
+            f"leave the parser at auto, or use {PARSER_ENGINE} for {http}."
+        )
+    if http2 and engine == PARSER_ENGINE and (http == AUTO or not HTTP_PARSERS[http].http2):
+        capable = [spec.name for spec in HTTP_PARSERS.values() if spec.http2]
+        return (
+            f"HTTP/2 under {engine} needs the {_one_of(capable)} parser "
+            f"(the parser is {http}); granian serves HTTP/2 with no parser choice."
+        )
+    return None
+
+
+def http_availability_refusal(engine: str, http: str, http2: bool = False) -> str | None:
+    reason = http_refusal(engine, http, http2)
+    if reason or http == AUTO or importable(HTTP_PARSERS[http].module):
+        return reason
+    return f"the {http} parser is not installed in this environment (install the {http} package)."
+
+
 def resolve_http(engine: str, http: str = AUTO) -> str:
-    if engine == "granian":
+    if engine != PARSER_ENGINE:
         return GRANIAN_HTTP
     if http != AUTO:
         return http
     return next(
-        name
-        for name in HTTP_AUTO_PREFERENCE
-        if importlib.util.find_spec(HTTP_PARSERS[name]) is not None
+        name for name in HTTP_AUTO_PREFERENCE if importable(HTTP_PARSERS[name].module)
     )

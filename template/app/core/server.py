@@ -18,10 +18,12 @@ APP_DIR = Path(__file__).resolve().parents[1]
 def startup_line(settings: Settings, loop: str) -> str:
     workers = f"{settings.workers} worker{'s' if settings.workers != 1 else ''}"
     reload = ", reload" if settings.reload else ""
+    http2 = ", HTTP/2" if settings.http2 else ""
     python = platform.python_version()
     return (
         f"Starting {PROJECT_SLUG} web server ({settings.engine} on {loop}, "
-        f"Python {python}, {workers}{reload}) on http://{settings.host}:{settings.port}"
+        f"{settings.resolved_http} parser{http2}, Python {python}, {workers}{reload}) "
+        f"on http://{settings.host}:{settings.port}"
     )
 
 
@@ -30,6 +32,8 @@ def publish(settings: Settings, loop: str) -> None:
     # must see this run's choices, command-line flags and the resolved `auto` included.
     os.environ[f"{ENV_PREFIX}ENGINE"] = settings.engine
     os.environ[f"{ENV_PREFIX}LOOP"] = loop
+    os.environ[f"{ENV_PREFIX}HTTP"] = settings.http
+    os.environ[f"{ENV_PREFIX}HTTP2"] = str(settings.http2).lower()
 
 
 def run_uvicorn(settings: Settings, loop: str) -> None:
@@ -44,6 +48,8 @@ def run_uvicorn(settings: Settings, loop: str) -> None:
         reload=settings.reload,
         reload_dirs=[str(APP_DIR)] if settings.reload else None,
         loop=loops.engine_value("uvicorn", loop),
+        http=settings.http,
+        http2=settings.http2,
         log_level=settings.log_level,
         access_log=False,
     )
@@ -51,7 +57,7 @@ def run_uvicorn(settings: Settings, loop: str) -> None:
 
 def run_granian(settings: Settings, loop: str) -> None:
     from granian import Granian
-    from granian.constants import Interfaces, Loops
+    from granian.constants import HTTPModes, Interfaces, Loops
     from granian.log import LogLevels
 
     Granian(
@@ -63,6 +69,8 @@ def run_granian(settings: Settings, loop: str) -> None:
         interface=Interfaces.ASGI,
         workers=settings.workers,
         loop=Loops(loops.engine_value("granian", loop)),
+        # granian's auto answers HTTP/2 too; pin HTTP/1 unless asked, like uvicorn.
+        http=HTTPModes.auto if settings.http2 else HTTPModes.http1,
         log_level=LogLevels(settings.log_level),
         log_access=False,
         reload=settings.reload,
