@@ -21,6 +21,10 @@ from pathlib import Path
 ROOT_BINDS = ("/tmp", str(Path(__file__).resolve().parents[1]))
 PY314_RUN = os.environ.get("PY314_RUN", "/var/tmp/python314/bin/py314-run")
 ROOTED_PYTHON = "/usr/bin/python{version}"
+ROOT_PASSED_ENV = (
+    "SSL_CERT_FILE", "SSL_CERT_DIR", "UV_INDEX_URL", "UV_DEFAULT_INDEX",
+    "HTTP_PROXY", "HTTPS_PROXY", "NO_PROXY", "http_proxy", "https_proxy", "no_proxy",
+)
 
 
 @dataclass(frozen=True)
@@ -34,8 +38,12 @@ class Interpreter:
         if self.root_runner is None:
             return list(argv)
         binds = [arg for path in ROOT_BINDS for arg in ("-b", path)]
-        # The root starts with an empty environment; uv must not fetch interpreters there.
-        env = ["-e", "UV_PYTHON_DOWNLOADS=never"]
+        # The root starts with an empty environment: hand it the host's trust and index
+        # settings (the root's CA store holds the same certificates), and keep uv from
+        # fetching interpreters.
+        passed = {name: os.environ[name] for name in ROOT_PASSED_ENV if name in os.environ}
+        passed["UV_PYTHON_DOWNLOADS"] = "never"
+        env = [arg for name, value in passed.items() for arg in ("-e", f"{name}={value}")]
         return [self.root_runner, *binds, "-C", str(cwd), *env, "--", *argv]
 
 

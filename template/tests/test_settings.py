@@ -18,6 +18,11 @@ NOT_INSTALLED = next(
      if not loops.is_installed(name)),
     None,
 )
+WORKING_SETTINGS = {
+    "WEBSERVER_ENGINE": "uvicorn", "WEBSERVER_LOOP": "auto", "WEBSERVER_HTTP": "auto",
+    "WEBSERVER_HTTP2": "false", "WEBSERVER_WORKERS": "1", "WEBSERVER_RELOAD": "false",
+    "WEBSERVER_LOG_LEVEL": "info",
+}
 BAD_SETTINGS = [
     ({"WEBSERVER_ENGINE": "nginx"}, "Unknown engine"),
     ({"WEBSERVER_LOOP": "trio"}, "Unknown loop"),
@@ -52,8 +57,8 @@ def test_bad_setting_is_one_sentence_and_exit_2(
         raise AssertionError("the server was started")
 
     monkeypatch.setattr(server, "serve", must_not_start)
-    monkeypatch.setenv("WEBSERVER_PORT", str(free_port()))
-    for name, value in settings.items():
+    # Each case changes one thing from settings that work (the project's .env may not).
+    for name, value in {**WORKING_SETTINGS, "WEBSERVER_PORT": str(free_port()), **settings}.items():
         monkeypatch.setenv(name, value)
     result = CliRunner().invoke(cli, ["serve"])
     assert result.exit_code == 2, result.output
@@ -64,7 +69,7 @@ def test_bad_setting_is_one_sentence_and_exit_2(
 
 
 def test_refusal_from_a_real_process_has_no_traceback() -> None:
-    env = {**os.environ, "WEBSERVER_ENGINE": "uvicorn", "WEBSERVER_LOOP": "rloop"}
+    env = {**os.environ, **WORKING_SETTINGS, "WEBSERVER_LOOP": "rloop"}
     result = subprocess.run(
         [sys.executable, "-m", "app", "serve", "--port", str(free_port())],
         cwd=PROJECT_DIR, env=env, capture_output=True, text=True, timeout=30,
