@@ -31,7 +31,8 @@ def test_engine_serves_on_the_configured_loop(engine: str) -> None:
     assert process.returncode in (0, -15)
 
 
-# (engine, parser, HTTP/2): uvicorn's parsers, and HTTP/2 where an engine offers it.
+# (engine, parser, HTTP/2): uvicorn's parsers, and HTTP/2 where an engine offers it,
+# each on the project's loop (zuvloop projects boot zuvloop with every parser).
 PARSER_CASES = [
     *((loops.PARSER_ENGINE, name, False) for name in loops.HTTP_PARSERS),
     *((engine, "zttp" if engine == loops.PARSER_ENGINE else loops.AUTO, True)
@@ -41,7 +42,7 @@ PARSER_CASES = [
 
 @pytest.mark.parametrize(("engine", "http", "http2"), PARSER_CASES, ids=str)
 def test_parser_and_http2(engine: str, http: str, http2: bool) -> None:
-    args = ["--engine", engine, "--loop", loops.AUTO, "--http", http]
+    args = ["--engine", engine, "--loop", loop_for(engine), "--http", http]
     args += ["--http2"] if http2 else []
     with running_server(args) as (base_url, _):
         detail = httpx.get(f"{base_url}/health/detailed").json()
@@ -56,3 +57,19 @@ def test_parser_and_http2(engine: str, http: str, http2: bool) -> None:
         assert h2 is not None and h2["http_version"] == "2"
     else:
         assert h2 is None  # HTTP/2 only when asked, on both engines
+
+
+@pytest.mark.parametrize("engine", loops.ENGINES)
+def test_two_workers_both_run_the_loop(engine: str) -> None:
+    """Workers are forked (granian spawns them on 3.14): each must build the loop."""
+    loop = loop_for(engine)
+    seen: dict[int, str] = {}
+    with running_server(["--engine", engine, "--loop", loop, "--workers", "2"]) as (url, _):
+        for _attempt in range(200):  # new connections until both workers answered
+            detail = httpx.get(f"{url}/health/detailed", headers={"Connection": "close"}).json()
+            seen[detail["pid"]] = detail["loop_class"]
+            if len(seen) == 2:
+                break
+    assert len(seen) == 2
+    module = loops.LOOPS[loops.resolve(engine, loop)].module
+    assert all(loop_class.startswith(module + ".") for loop_class in seen.values())
