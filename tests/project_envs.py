@@ -7,6 +7,7 @@ list) and run each rendered project's code and tests with it.
 
 from __future__ import annotations
 
+import fcntl
 import hashlib
 import os
 import subprocess
@@ -28,6 +29,18 @@ def environment_python(interpreter: Interpreter, pyproject: Path) -> Path:
     ready = env_dir / ".ready"
     if ready.exists():
         return python
+    CACHE.mkdir(parents=True, exist_ok=True)
+    # pytest-xdist workers may ask for the same environment at once: one builds it.
+    with open(CACHE / f"{env_dir.name}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not ready.exists():
+            _build(interpreter, pyproject, env_dir)
+            ready.touch()
+    return python
+
+
+def _build(interpreter: Interpreter, pyproject: Path, env_dir: Path) -> None:
+    python = env_dir / "bin" / "python"
     # uv is one static binary: the rooted interpreter runs the same one inside its root.
     for argv in (
         [UV, "venv", "--quiet", "--clear", "--python", interpreter.executable, str(env_dir)],
@@ -35,5 +48,3 @@ def environment_python(interpreter: Interpreter, pyproject: Path) -> Path:
          "-r", str(pyproject), "--group", f"{pyproject}:dev"],
     ):
         subprocess.run(interpreter.command(argv), check=True, env=UV_ENV)
-    ready.touch()
-    return python

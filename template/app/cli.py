@@ -6,7 +6,7 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from app.core import loops
+from app.core import loops, matrix_markdown
 from app.core.config import PROJECT_SLUG, SettingsError, load_settings
 
 cli = typer.Typer(
@@ -64,8 +64,15 @@ def serve(
 
 
 @cli.command()
-def engines() -> None:
+def engines(
+    markdown: bool = typer.Option(
+        False, "--markdown", help="Print the whole matrix, every Python, as Markdown."
+    ),
+) -> None:
     """Show which loops each engine runs on this Python, and what `auto` picks."""
+    if markdown:
+        typer.echo(matrix_markdown.tables(), nl=False)
+        return
     python = loops.python_version()
     table = Table(title=f"Engines and loops on Python {loops.version_text(python)}")
     for column in ("engine", "loop", "verdict", "installed"):

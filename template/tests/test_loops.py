@@ -47,3 +47,16 @@ def test_unknown_names_are_refused_with_the_choices(engine: str, loop: str) -> N
     reason = loops.refusal(engine, loop, (3, 13))
     assert reason and reason.startswith("Unknown")
     assert "choose" in reason
+
+
+def test_engines_markdown_covers_every_python_and_parser() -> None:
+    from typer.testing import CliRunner
+
+    from app.cli import cli
+
+    result = CliRunner().invoke(cli, ["engines", "--markdown"])
+    assert result.exit_code == 0
+    for python in loops.PYTHON_VERSIONS:
+        for engine in loops.ENGINES:
+            assert f"| {python} | {engine} |" in result.output
+    assert all(f"`{name}`" in result.output for name in loops.HTTP_POLICIES)

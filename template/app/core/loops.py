@@ -118,33 +118,34 @@ def _one_of(values: tuple[str, ...] | list[str]) -> str:
     return ", ".join(values[:-1]) + " or " + values[-1]
 
 
+def refusal_reason(engine: str, loop: str, python: PythonVersion) -> str | None:
+    """Why `engine` cannot run `loop` on `python`, without the list of what it can."""
+    if engine not in ENGINES:
+        return f"Unknown engine {engine!r}: choose {_one_of(ENGINES)}"
+    if loop not in LOOP_POLICIES:
+        return f"Unknown loop {loop!r}: choose {_one_of(LOOP_POLICIES)}"
+    if loop == AUTO:
+        return None
+    spec = LOOPS[loop]
+    if engine not in spec.engine_values:
+        others = [e for e in ENGINES if e in spec.engine_values]
+        return f"{loop} needs the {_one_of(others)} engine: {spec.refused_because[engine]}"
+    if python < spec.min_python:
+        return f"{loop} needs Python {version_text(spec.min_python)} or newer ({spec.summary})"
+    return None
+
+
 def refusal(engine: str, loop: str, python: PythonVersion) -> str | None:
     """Why `engine` cannot run `loop` on `python` (one sentence), or None when it can.
 
     Installation is not checked here: this is the rule the Copier questions apply
     before any package exists. `availability_refusal` adds the installed check.
     """
-    if engine not in ENGINES:
-        return f"Unknown engine {engine!r}: choose {_one_of(ENGINES)}."
-    if loop not in LOOP_POLICIES:
-        return f"Unknown loop {loop!r}: choose {_one_of(LOOP_POLICIES)}."
-    if loop == AUTO:
-        return None
-    spec = LOOPS[loop]
+    reason = refusal_reason(engine, loop, python)
+    if reason is None or engine not in ENGINES:
+        return reason and f"{reason}."
     accepted = _one_of(engine_loops(engine, python))
-    where = f"on Python {version_text(python)} {engine} accepts {accepted}"
-    if engine not in spec.engine_values:
-        others = [e for e in ENGINES if e in spec.engine_values]
-        return (
-            f"{loop} needs the {_one_of(others)} engine: "
-            f"{spec.refused_because[engine]}; {where}."
-        )
-    if python < spec.min_python:
-        return (
-            f"{loop} needs Python {version_text(spec.min_python)} or newer "
-            f"({spec.summary}); {where}."
-        )
-    return None
+    return f"{reason}; on Python {version_text(python)} {engine} accepts {accepted}."
 
 
 def resolve(engine: str, loop: str, python: PythonVersion | None = None) -> str:

@@ -1,0 +1,56 @@
+"""The matrix as Markdown tables, for `engines --markdown` and the docs."""
+
+from __future__ import annotations
+
+from app.core import loops
+
+
+def _row(cells: list[str]) -> str:
+    return "| " + " | ".join(cells) + " |"
+
+
+def loop_table() -> str:
+    reasons: list[str] = []
+    lines = [
+        _row(["Python", "engine", *(f"`{name}`" for name in loops.LOOP_POLICIES)]),
+        _row(["---"] * (2 + len(loops.LOOP_POLICIES))),
+    ]
+    auto = " if installed, else ".join(loops.AUTO_PREFERENCE)
+    for python in loops.PYTHON_VERSIONS:
+        for engine in loops.ENGINES:
+            cells = [python, engine, auto]
+            for name in loops.LOOPS:
+                reason = loops.refusal_reason(engine, name, loops.python_version(python))
+                if reason is None:
+                    cells.append("yes")
+                    continue
+                if reason not in reasons:
+                    reasons.append(reason)
+                cells.append(f"refused ({reasons.index(reason) + 1})")
+            lines.append(_row(cells))
+    notes = [f"{number}. {reason}." for number, reason in enumerate(reasons, 1)]
+    return "\n".join([*lines, "", *notes])
+
+
+def parser_table() -> str:
+    lines = [
+        _row(["engine", *(f"`{name}`" for name in loops.HTTP_POLICIES), "HTTP/2 (h2c)"]),
+        _row(["---"] * (2 + len(loops.HTTP_POLICIES))),
+    ]
+    for engine in loops.ENGINES:
+        cells = [engine]
+        if engine == loops.PARSER_ENGINE:
+            cells.append(" if installed, else ".join(loops.HTTP_AUTO_PREFERENCE))
+            cells += ["yes" for _ in loops.HTTP_PARSERS]
+            capable = [spec.name for spec in loops.HTTP_PARSERS.values() if spec.http2]
+            cells.append(f"with {', '.join(capable)}")
+        else:
+            cells.append(f"{loops.GRANIAN_HTTP} (Rust)")
+            cells += ["refused" for _ in loops.HTTP_PARSERS]
+            cells.append("yes")
+        lines.append(_row(cells))
+    return "\n".join(lines)
+
+
+def tables() -> str:
+    return "\n\n".join([loop_table(), parser_table()]) + "\n"
