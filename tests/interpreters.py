@@ -11,10 +11,9 @@ import functools
 import os
 import shutil
 import subprocess
-from dataclasses import dataclass
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
-
 
 # Host directories the rooted interpreter must see at the same paths: pytest's
 # temporary projects and this repository (the environment cache and uv live here).
