@@ -48,8 +48,12 @@ def test_combination(copie, cell: loops.MatrixCell) -> None:
     runner = interpreter.command([str(python)], project)
     with server_process.running_server(python=runner, cwd=project) as (url, process):
         detail = httpx.get(f"{url}/health/detailed").json()
+        # Static file through the middleware, WebSocket echo, forwarded headers.
+        same = subprocess.run(runner + ["-m", "tests.request_set", url],
+                              cwd=project, capture_output=True, text=True, timeout=60)
     assert detail["engine"] == cell.engine
     assert detail["loop"] == expected_loop(cell)
     assert detail["loop_class"].startswith(loops.LOOPS[expected_loop(cell)].module + ".")
     assert detail["python"].startswith(cell.python + ".")
+    assert same.returncode == 0, same.stdout + same.stderr
     assert process.returncode in (0, -15)

@@ -2,13 +2,24 @@
 
 from __future__ import annotations
 
-from fastapi import FastAPI
+from pathlib import Path
 
-from app.api import health
+from fastapi import FastAPI
+from fastapi.staticfiles import StaticFiles
+
+from app.api import echo, health
 from app.core.config import PROJECT_NAME
+from app.middleware import MIDDLEWARE
+
+STATIC_DIR = Path(__file__).parent / "static"
 
 
 def create_app() -> FastAPI:
     app = FastAPI(title=PROJECT_NAME)
     app.include_router(health.router)
+    app.include_router(echo.router)
+    app.mount("/static", StaticFiles(directory=STATIC_DIR), name="static")
+    # add_middleware wraps: add the innermost first so MIDDLEWARE[0] is outermost.
+    for middleware in reversed(MIDDLEWARE):
+        app.add_middleware(middleware)
     return app

@@ -7,6 +7,7 @@ import pytest
 
 from app.core import loops
 from app.core.config import get_settings
+from tests import request_set
 from tests.server_process import running_server
 
 PYTHON = loops.python_version()
@@ -23,6 +24,8 @@ def test_engine_serves_on_the_configured_loop(engine: str) -> None:
     loop = loop_for(engine)
     with running_server(["--engine", engine, "--loop", loop]) as (base_url, process):
         detail = httpx.get(f"{base_url}/health/detailed").json()
+        observed = request_set.observe(base_url)
+    assert observed == request_set.expected(proxy_trusted=True)
     expected = loops.resolve(engine, loop)
     assert detail["engine"] == engine
     assert detail["loop"] == expected
@@ -73,3 +76,11 @@ def test_two_workers_both_run_the_loop(engine: str) -> None:
     assert len(seen) == 2
     module = loops.LOOPS[loops.resolve(engine, loop)].module
     assert all(loop_class.startswith(module + ".") for loop_class in seen.values())
+
+
+@pytest.mark.parametrize("engine", loops.ENGINES)
+def test_forwarded_headers_from_an_untrusted_address_are_ignored(engine: str) -> None:
+    env = {"WEBSERVER_FORWARDED_ALLOW_IPS": "192.0.2.1,10.0.0.0/8"}
+    with running_server(["--engine", engine, "--loop", loop_for(engine)], env=env) as (url, _):
+        observed = request_set.observe(url)
+    assert observed == request_set.expected(proxy_trusted=False)

@@ -31,6 +31,9 @@ async def health_detailed(request: Request) -> dict[str, str | int]:
         "loop_class": f"{running.__module__}.{running.__qualname__}",
         "http": settings.resolved_http,
         "http_version": request.scope["http_version"],
+        # As seen after the proxy-headers middleware of the engine.
+        "client": request.client.host if request.client else "",
+        "scheme": request.url.scheme,
         "python": platform.python_version(),
         "pid": os.getpid(),
     }

@@ -17,8 +17,28 @@ LoopName = Literal["auto", "asyncio", "uvloop", "rloop", "zuvloop"]
 PythonVersion = tuple[int, int]
 
 PYTHON_VERSIONS: tuple[str, ...] = ("3.11", "3.12", "3.13", "3.14")
-ENGINES: tuple[Engine, ...] = ("uvicorn", "granian")
 AUTO = "auto"
+
+
+@dataclass(frozen=True)
+class EngineSpec:
+    """What an engine does differently from the other (measured, see docs/engines.md)."""
+
+    name: Engine
+    summary: str
+    parser_choice: bool  # takes an HTTP parser (WEBSERVER_HTTP)
+    ws_pings: bool  # can send WebSocket pings (WEBSERVER_WS_PING_INTERVAL)
+    pathsend: bool  # advertises http.response.pathsend
+
+
+ENGINE_SPECS: dict[str, EngineSpec] = {
+    spec.name: spec
+    for spec in (
+        EngineSpec("uvicorn", "Python + C", parser_choice=True, ws_pings=True, pathsend=False),
+        EngineSpec("granian", "Rust", parser_choice=False, ws_pings=False, pathsend=True),
+    )
+}
+ENGINES: tuple[Engine, ...] = tuple(ENGINE_SPECS)  # type: ignore[assignment]
 
 
 @dataclass(frozen=True)
@@ -218,7 +238,7 @@ HTTP_PARSERS: dict[str, ParserSpec] = {
     )
 }
 HTTP_POLICIES: tuple[str, ...] = (AUTO, *HTTP_PARSERS)
-PARSER_ENGINE = "uvicorn"
+PARSER_ENGINE = next(name for name, spec in ENGINE_SPECS.items() if spec.parser_choice)
 GRANIAN_HTTP = "hyper"
 # uvicorn's own `auto`, kept as is: httptools when installed, else h11; never zttp.
 HTTP_AUTO_PREFERENCE: tuple[str, ...] = ("httptools", "h11")
@@ -228,12 +248,14 @@ def http_refusal(engine: str, http: str, http2: bool = False) -> str | None:
     """Why `engine` cannot use parser `http` (with HTTP/2 or not), or None."""
     if http not in HTTP_POLICIES:
         return f"Unknown HTTP parser {http!r}: choose {_one_of(HTTP_POLICIES)}."
-    if engine != PARSER_ENGINE and http != AUTO:
+    if not ENGINE_SPECS[engine].parser_choice and http != AUTO:
         return (
             f"{engine} parses HTTP itself (Rust, {GRANIAN_HTTP}) and has no parser choice; "
             f"leave the parser at auto, or use {PARSER_ENGINE} for {http}."
         )
-    if http2 and engine == PARSER_ENGINE and (http == AUTO or not HTTP_PARSERS[http].http2):
+    if http2 and ENGINE_SPECS[engine].parser_choice and (
+        http == AUTO or not HTTP_PARSERS[http].http2
+    ):
         capable = [spec.name for spec in HTTP_PARSERS.values() if spec.http2]
         return (
             f"HTTP/2 under {engine} needs the {_one_of(capable)} parser "
@@ -250,10 +272,21 @@ def http_availability_refusal(engine: str, http: str, http2: bool = False) -> st
 
 
 def resolve_http(engine: str, http: str = AUTO) -> str:
-    if engine != PARSER_ENGINE:
+    if not ENGINE_SPECS[engine].parser_choice:
         return GRANIAN_HTTP
     if http != AUTO:
         return http
     return next(
         name for name in HTTP_AUTO_PREFERENCE if importable(HTTP_PARSERS[name].module)
     )
+
+
+def ws_ping_refusal(engine: str, interval: float) -> str | None:
+    """WebSocket pings are off by default so both engines behave alike."""
+    if interval > 0 and not ENGINE_SPECS[engine].ws_pings:
+        pingers = _one_of([name for name, spec in ENGINE_SPECS.items() if spec.ws_pings])
+        return (
+            f"{engine} sends no WebSocket pings, so a ping interval cannot be honoured: "
+            f"set WEBSERVER_WS_PING_INTERVAL=0 or use {pingers}."
+        )
+    return None

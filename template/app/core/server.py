@@ -8,10 +8,15 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
+from starlette.types import ASGIApp
+
 from app.core import loops
-from app.core.config import ENV_PREFIX, PROJECT_SLUG, Settings
+from app.core.config import ENV_PREFIX, PROJECT_SLUG, Settings, get_settings
 
 APP_TARGET = "app.main:create_app"
+# granian has no proxy-headers option: its workers build the app through this factory.
+GRANIAN_APP_TARGET = "app.core.server:create_granian_app"
+UVICORN_WS_PING_TIMEOUT = 20.0
 APP_DIR = Path(__file__).resolve().parents[1]
 
 
@@ -34,6 +39,17 @@ def publish(settings: Settings, loop: str) -> None:
     os.environ[f"{ENV_PREFIX}LOOP"] = loop
     os.environ[f"{ENV_PREFIX}HTTP"] = settings.http
     os.environ[f"{ENV_PREFIX}HTTP2"] = str(settings.http2).lower()
+    os.environ[f"{ENV_PREFIX}FORWARDED_ALLOW_IPS"] = settings.forwarded_allow_ips
+
+
+def create_granian_app() -> ASGIApp:
+    """The app wrapped in granian's own proxy-headers middleware, as uvicorn applies its own."""
+    from granian.utils.proxies import wrap_asgi_with_proxy_headers
+
+    from app.main import create_app
+
+    trusted = get_settings().forwarded_allow_ips
+    return wrap_asgi_with_proxy_headers(create_app(), trusted_hosts=trusted)
 
 
 def run_uvicorn(settings: Settings, loop: str) -> None:
@@ -52,6 +68,10 @@ def run_uvicorn(settings: Settings, loop: str) -> None:
         http2=settings.http2,
         log_level=settings.log_level,
         access_log=False,
+        proxy_headers=True,
+        forwarded_allow_ips=settings.forwarded_allow_ips,
+        ws_ping_interval=settings.ws_ping_interval or None,
+        ws_ping_timeout=UVICORN_WS_PING_TIMEOUT if settings.ws_ping_interval else None,
     )
 
 
@@ -61,7 +81,7 @@ def run_granian(settings: Settings, loop: str) -> None:
     from granian.log import LogLevels
 
     Granian(
-        APP_TARGET,
+        GRANIAN_APP_TARGET,
         factory=True,
         address=settings.host,
         port=settings.port,

@@ -1,0 +1,61 @@
+"""The requests whose answers must be the same on every engine and loop."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import httpx
+from websockets.sync.client import connect
+
+from app.main import STATIC_DIR
+from app.middleware.security_headers import SECURITY_HEADERS
+
+STATIC_FILE = "hello.txt"
+FORWARDED = {"X-Forwarded-For": "203.0.113.7", "X-Forwarded-Proto": "https"}
+ECHO = "echo through the engine"
+
+
+def observe(base_url: str) -> dict[str, Any]:
+    """Static file through the middleware, WebSocket echo, forwarded headers."""
+    static = httpx.get(f"{base_url}/static/{STATIC_FILE}")
+    detail = httpx.get(f"{base_url}/health/detailed", headers=FORWARDED).json()
+    ws_url = base_url.replace("http://", "ws://", 1) + "/ws/echo"
+    with connect(ws_url, open_timeout=10, close_timeout=5) as websocket:
+        websocket.send(ECHO)
+        echoed = websocket.recv(timeout=10)
+    return {
+        "static_status": static.status_code,
+        "static_body": static.content,
+        "security_headers": {
+            name.decode(): static.headers.get(name.decode()) for name, _ in SECURITY_HEADERS
+        },
+        "request_id": bool(static.headers.get("x-request-id")),
+        "server_timing": static.headers.get("server-timing", "").startswith("app;dur="),
+        "echo": echoed,
+        "client": detail["client"],
+        "scheme": detail["scheme"],
+    }
+
+
+def expected(*, proxy_trusted: bool) -> dict[str, Any]:
+    return {
+        "static_status": 200,
+        "static_body": (STATIC_DIR / STATIC_FILE).read_bytes(),
+        "security_headers": {name.decode(): value.decode() for name, value in SECURITY_HEADERS},
+        "request_id": True,
+        "server_timing": True,
+        "echo": ECHO,
+        "client": FORWARDED["X-Forwarded-For"] if proxy_trusted else "127.0.0.1",
+        "scheme": FORWARDED["X-Forwarded-Proto"] if proxy_trusted else "http",
+    }
+
+
+if __name__ == "__main__":
+    # `python -m tests.request_set URL`: check a running server (the template's suite
+    # runs this against every rendered combination).
+    import sys
+
+    observed, wanted = observe(sys.argv[1]), expected(proxy_trusted=True)
+    differences = {key: (observed[key], wanted[key]) for key in wanted if observed[key] != wanted[key]}
+    print(differences or "same request set: ok")
+    sys.exit(1 if differences else 0)

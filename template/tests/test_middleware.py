@@ -1,0 +1,95 @@
+"""Every middleware in app/middleware passes body chunks and granian's pathsend intact.
+
+Found by walking the package, not by a list: a new middleware is checked the day it
+is added. Each is driven with a downstream app that answers with a pathsend (what a
+FileResponse sends under granian) and one that answers with body chunks.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import importlib
+import inspect
+import pkgutil
+from typing import Any
+
+import pytest
+
+import app.middleware as middleware_package
+from app.middleware import MIDDLEWARE
+
+START = {"type": "http.response.start", "status": 200,
+         "headers": [(b"content-type", b"text/plain"), (b"x-downstream", b"kept")]}
+PATHSEND = {"type": "http.response.pathsend", "path": "/srv/static/file.txt"}
+BODY = [{"type": "http.response.body", "body": b"first ", "more_body": True},
+        {"type": "http.response.body", "body": b"second", "more_body": False}]
+SCOPE = {"type": "http", "asgi": {"version": "3.0"}, "http_version": "1.1", "method": "GET",
+         "scheme": "http", "path": "/static/file.txt", "raw_path": b"/static/file.txt",
+         "query_string": b"", "root_path": "", "headers": [(b"host", b"test")],
+         "client": ("127.0.0.1", 5000), "server": ("127.0.0.1", 8000),
+         "extensions": {"http.response.pathsend": {}}}
+
+
+def discovered() -> list[type]:
+    found = []
+    for info in pkgutil.iter_modules(middleware_package.__path__):
+        module = importlib.import_module(f"{middleware_package.__name__}.{info.name}")
+        for _, obj in inspect.getmembers(module, inspect.isclass):
+            callable_as_asgi = "__call__" in vars(obj) or any(
+                "__call__" in vars(base) for base in obj.__mro__[1:-1]
+            )
+            if obj.__module__ == module.__name__ and callable_as_asgi and not inspect.isabstract(obj):
+                found.append(obj)
+    return found
+
+
+def downstream(*messages: dict[str, Any]):
+    async def app(scope: Any, receive: Any, send: Any) -> None:
+        for message in messages:
+            await send(dict(message))
+    return app
+
+
+def drive(wrap: Any, *messages: dict[str, Any]) -> list[dict[str, Any]]:
+    sent: list[dict[str, Any]] = []
+
+    async def receive() -> dict[str, Any]:
+        return {"type": "http.request", "body": b"", "more_body": False}
+
+    async def send(message: dict[str, Any]) -> None:
+        sent.append(message)
+
+    asyncio.run(wrap(downstream(*messages))(dict(SCOPE), receive, send))
+    return sent
+
+
+def stack(app: Any) -> Any:
+    for middleware in reversed(MIDDLEWARE):
+        app = middleware(app)
+    return app
+
+
+def test_the_package_has_middleware_and_all_of_it_is_installed() -> None:
+    assert discovered(), "no middleware found in app/middleware"
+    assert set(discovered()) == set(MIDDLEWARE)
+
+
+CASES = [pytest.param(m, id=m.__name__) for m in discovered()]
+CASES.append(pytest.param(stack, id="whole-stack"))
+
+
+@pytest.mark.parametrize("wrap", CASES)
+def test_pathsend_reaches_the_server_after_an_intact_start(wrap: Any) -> None:
+    sent = drive(wrap, START, PATHSEND)
+    assert [m["type"] for m in sent] == ["http.response.start", "http.response.pathsend"]
+    assert sent[0]["status"] == 200
+    assert set(START["headers"]) <= set(sent[0]["headers"])
+    assert sent[1] == PATHSEND
+
+
+@pytest.mark.parametrize("wrap", CASES)
+def test_body_chunks_reach_the_server_intact(wrap: Any) -> None:
+    sent = drive(wrap, START, *BODY)
+    assert [m["type"] for m in sent] == ["http.response.start", *(m["type"] for m in BODY)]
+    assert set(START["headers"]) <= set(sent[0]["headers"])
+    assert sent[1:] == BODY
