@@ -56,6 +56,6 @@ if __name__ == "__main__":
     import sys
 
     observed, wanted = observe(sys.argv[1]), expected(proxy_trusted=True)
-    differences = {key: (observed[key], wanted[key]) for key in wanted if observed[key] != wanted[key]}
+    differences = {k: (observed[k], wanted[k]) for k in wanted if observed[k] != wanted[k]}
     print(differences or "same request set: ok")
     sys.exit(1 if differences else 0)

@@ -35,10 +35,9 @@ def discovered() -> list[type]:
     for info in pkgutil.iter_modules(middleware_package.__path__):
         module = importlib.import_module(f"{middleware_package.__name__}.{info.name}")
         for _, obj in inspect.getmembers(module, inspect.isclass):
-            callable_as_asgi = "__call__" in vars(obj) or any(
-                "__call__" in vars(base) for base in obj.__mro__[1:-1]
-            )
-            if obj.__module__ == module.__name__ and callable_as_asgi and not inspect.isabstract(obj):
+            # dir() of a class lists what it and its bases define, not what `type` does.
+            asgi_callable = "__call__" in dir(obj) and not inspect.isabstract(obj)
+            if obj.__module__ == module.__name__ and asgi_callable:
                 found.append(obj)
     return found
 

@@ -35,7 +35,7 @@ BAD_SETTINGS = [
     ({"WEBSERVER_LOG_LEVEL": "loud"}, "WEBSERVER_LOG_LEVEL='loud' is refused"),
     ({"WEBSERVER_RELOAD": "true", "WEBSERVER_WORKERS": "2"}, "cannot be combined"),
     ({"WEBSERVER_HTTP": "picohttp"}, "Unknown HTTP parser"),
-    ({"WEBSERVER_ENGINE": "granian", "WEBSERVER_WS_PING_INTERVAL": "20"}, "sends no WebSocket pings"),
+    ({"WEBSERVER_ENGINE": "granian", "WEBSERVER_WS_PING_INTERVAL": "20"}, "no WebSocket pings"),
     ({"WEBSERVER_WS_PING_INTERVAL": "-1"}, "WEBSERVER_WS_PING_INTERVAL='-1' is refused"),
     ({"WEBSERVER_FORWARDED_ALLOW_IPS": "proxy.local"}, "is not an address or network"),
     ({"WEBSERVER_ENGINE": "granian", "WEBSERVER_HTTP": "zttp"}, "has no parser choice"),
