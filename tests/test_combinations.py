@@ -49,7 +49,7 @@ def test_combination(copie, cell: loops.MatrixCell) -> None:
     with server_process.running_server(python=runner, cwd=project) as (url, process):
         detail = httpx.get(f"{url}/health/detailed").json()
         # Static file through the middleware, WebSocket echo, forwarded headers.
-        same = subprocess.run(runner + ["-m", "tests.request_set", url],
+        same = subprocess.run([*runner, "-m", "tests.request_set", url],
                               cwd=project, capture_output=True, text=True, timeout=60)
     assert detail["engine"] == cell.engine
     assert detail["loop"] == expected_loop(cell)
