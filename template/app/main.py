@@ -7,7 +7,7 @@ from pathlib import Path
 from fastapi import FastAPI
 from fastapi.staticfiles import StaticFiles
 
-from app.api import echo, health
+from app.api import demo, echo, health
 from app.core.config import PROJECT_NAME
 from app.middleware import MIDDLEWARE
 
@@ -18,6 +18,7 @@ def create_app() -> FastAPI:
     app = FastAPI(title=PROJECT_NAME)
     app.include_router(health.router)
     app.include_router(echo.router)
+    app.include_router(demo.router)
     app.mount("/static", StaticFiles(directory=STATIC_DIR), name="static")
     # add_middleware wraps: add the innermost first so MIDDLEWARE[0] is outermost.
     for middleware in reversed(MIDDLEWARE):

@@ -1,0 +1,127 @@
+"""Bounded load on 127.0.0.1 with a SIGTERM in the middle, and what happened to each request.
+
+Each of `connections` keep-alive HTTP/1.1 connections sends one request at a time.
+A request counts as *sent before the signal* when its last byte was written before
+the signal; each such request must come back 200. A request sent after the signal
+may be refused (the server stops accepting), but never cut off mid-response.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import threading
+import time
+from dataclasses import dataclass, field
+from urllib.parse import urlsplit
+
+
+@dataclass
+class Outcome:
+    sent_at: float
+    status: int | None = None
+    error: str | None = None
+    partial: bool = False  # some response bytes arrived before the failure
+
+
+@dataclass
+class DrainReport:
+    signal_at: float
+    exited_after: float | None
+    exit_code: int | None
+    outcomes: list[Outcome] = field(default_factory=list)
+
+    @property
+    def before(self) -> list[Outcome]:
+        return [o for o in self.outcomes if o.sent_at < self.signal_at]
+
+    @property
+    def lost_before_signal(self) -> list[Outcome]:
+        return [o for o in self.before if o.status != 200]
+
+    @property
+    def cut_mid_response(self) -> list[Outcome]:
+        return [o for o in self.outcomes if o.partial]
+
+    def summary(self) -> str:
+        after = [o for o in self.outcomes if o.sent_at >= self.signal_at]
+        refused_after = sum(1 for o in after if o.status is None)
+        return (
+            f"{len(self.before)} sent before SIGTERM, {len(self.lost_before_signal)} of them "
+            f"lost; {len(after)} sent after, {refused_after} refused; "
+            f"{len(self.cut_mid_response)} cut mid-response; exit {self.exit_code} after "
+            f"{self.exited_after if self.exited_after is None else round(self.exited_after, 2)} s"
+        )
+
+
+async def _read_response(reader: asyncio.StreamReader, outcome: Outcome) -> None:
+    head = await reader.readuntil(b"\r\n\r\n")
+    outcome.partial = True
+    lines = head.decode("latin-1").split("\r\n")
+    length = 0
+    for line in lines[1:]:
+        name, _, value = line.partition(":")
+        if name.strip().lower() == "content-length":
+            length = int(value)
+    await reader.readexactly(length)
+    outcome.status = int(lines[0].split()[1])
+    outcome.partial = False
+
+
+async def _connection(host: str, port: int, request: bytes, stop_at: float,
+                      outcomes: list[Outcome]) -> None:
+    reader = writer = None
+    while time.monotonic() < stop_at:
+        try:
+            if writer is None:
+                reader, writer = await asyncio.open_connection(host, port)
+        except OSError:
+            await asyncio.sleep(0.01)  # refused: the server stopped accepting
+            continue
+        outcome = Outcome(sent_at=0.0)
+        try:
+            writer.write(request)
+            await writer.drain()
+            outcome.sent_at = time.monotonic()
+            outcomes.append(outcome)
+            await _read_response(reader, outcome)
+        except (OSError, asyncio.IncompleteReadError, ValueError) as error:
+            if not outcome.sent_at:
+                outcome.sent_at = time.monotonic()
+                outcomes.append(outcome)
+            outcome.error = type(error).__name__
+            writer.close()
+            reader = writer = None
+    if writer is not None:
+        writer.close()
+
+
+async def _run(url: str, pid: int, connections: int, signal_after: float,
+               duration: float) -> tuple[float, list[Outcome]]:
+    parts = urlsplit(url)
+    request = (f"GET {parts.path}?{parts.query} HTTP/1.1\r\nHost: {parts.netloc}\r\n\r\n").encode()
+    outcomes: list[Outcome] = []
+    start = time.monotonic()
+    tasks = [asyncio.create_task(_connection(parts.hostname, parts.port, request,
+                                             start + duration, outcomes))
+             for _ in range(connections)]
+    await asyncio.sleep(signal_after)
+    signal_at = time.monotonic()
+    os.kill(pid, signal.SIGTERM)
+    await asyncio.gather(*tasks)
+    return signal_at, outcomes
+
+
+def drive_and_terminate(url: str, process, *, connections: int = 64, signal_after: float = 1.0,
+                        duration: float = 3.0, grace: float = 15.0) -> DrainReport:
+    """Load `url` with `connections` connections, SIGTERM `process` after `signal_after` s."""
+    exited: list[float] = []
+    waiter = threading.Thread(target=lambda: (process.wait(), exited.append(time.monotonic())))
+    waiter.start()
+    signal_at, outcomes = asyncio.run(
+        _run(url, process.pid, connections, signal_after, duration)
+    )
+    waiter.join(timeout=grace)
+    exited_after = exited[0] - signal_at if exited else None
+    return DrainReport(signal_at, exited_after, process.returncode if exited else None, outcomes)
