@@ -70,7 +70,7 @@ async def _read_response(reader: asyncio.StreamReader, outcome: Outcome) -> None
 
 
 async def _connection(host: str, port: int, request: bytes, stop_at: float,
-                      outcomes: list[Outcome]) -> None:
+                      outcomes: list[Outcome], keep_alive: bool) -> None:
     reader = writer = None
     while time.monotonic() < stop_at:
         try:
@@ -86,6 +86,9 @@ async def _connection(host: str, port: int, request: bytes, stop_at: float,
             outcome.sent_at = time.monotonic()
             outcomes.append(outcome)
             await _read_response(reader, outcome)
+            if not keep_alive:
+                writer.close()
+                reader = writer = None
         except (OSError, asyncio.IncompleteReadError, ValueError) as error:
             if not outcome.sent_at:
                 outcome.sent_at = time.monotonic()
@@ -98,13 +101,16 @@ async def _connection(host: str, port: int, request: bytes, stop_at: float,
 
 
 async def _run(url: str, pid: int, connections: int, signal_after: float,
-               duration: float) -> tuple[float, list[Outcome]]:
+               duration: float, keep_alive: bool) -> tuple[float, list[Outcome]]:
     parts = urlsplit(url)
-    request = (f"GET {parts.path}?{parts.query} HTTP/1.1\r\nHost: {parts.netloc}\r\n\r\n").encode()
+    close = "" if keep_alive else "Connection: close\r\n"
+    request = (
+        f"GET {parts.path}?{parts.query} HTTP/1.1\r\nHost: {parts.netloc}\r\n{close}\r\n"
+    ).encode()
     outcomes: list[Outcome] = []
     start = time.monotonic()
     tasks = [asyncio.create_task(_connection(parts.hostname, parts.port, request,
-                                             start + duration, outcomes))
+                                             start + duration, outcomes, keep_alive))
              for _ in range(connections)]
     await asyncio.sleep(signal_after)
     signal_at = time.monotonic()
@@ -114,13 +120,14 @@ async def _run(url: str, pid: int, connections: int, signal_after: float,
 
 
 def drive_and_terminate(url: str, process, *, connections: int = 64, signal_after: float = 1.0,
-                        duration: float = 3.0, grace: float = 15.0) -> DrainReport:
+                        duration: float = 3.0, grace: float = 15.0,
+                        keep_alive: bool = True) -> DrainReport:
     """Load `url` with `connections` connections, SIGTERM `process` after `signal_after` s."""
     exited: list[float] = []
     waiter = threading.Thread(target=lambda: (process.wait(), exited.append(time.monotonic())))
     waiter.start()
     signal_at, outcomes = asyncio.run(
-        _run(url, process.pid, connections, signal_after, duration)
+        _run(url, process.pid, connections, signal_after, duration, keep_alive)
     )
     waiter.join(timeout=grace)
     exited_after = exited[0] - signal_at if exited else None

@@ -68,6 +68,7 @@ def run_uvicorn(settings: Settings, loop: str) -> None:
         http2=settings.http2,
         log_level=settings.log_level,
         access_log=False,
+        timeout_graceful_shutdown=settings.graceful_timeout,
         proxy_headers=True,
         forwarded_allow_ips=settings.forwarded_allow_ips,
         ws_ping_interval=settings.ws_ping_interval or None,
@@ -93,6 +94,7 @@ def run_granian(settings: Settings, loop: str) -> None:
         http=HTTPModes.auto if settings.http2 else HTTPModes.http1,
         log_level=LogLevels(settings.log_level),
         log_access=False,
+        workers_kill_timeout=settings.graceful_timeout,
         reload=settings.reload,
         reload_paths=[APP_DIR] if settings.reload else None,
     ).serve()

@@ -1,0 +1,48 @@
+"""SIGTERM under load drops nothing that was sent before it, on both engines.
+
+Slow (several seconds a case): `pytest -m slow`. The template's suite runs these once
+per Python rather than for every answer combination.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from app.core import loops
+from tests.drain import drive_and_terminate
+from tests.server_process import running_server
+
+pytestmark = pytest.mark.slow
+GRACE = 10
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+@pytest.mark.parametrize("keep_alive", [True, False], ids=["keep-alive", "close"])
+@pytest.mark.parametrize("engine", loops.ENGINES)
+def test_sigterm_under_load_completes_what_was_sent(
+    engine: str, workers: int, keep_alive: bool
+) -> None:
+    args = ["--engine", engine, "--loop", "auto", "--workers", str(workers)]
+    env = {"WEBSERVER_GRACEFUL_TIMEOUT": str(GRACE)}
+    with running_server(args, env=env) as (url, process):
+        report = drive_and_terminate(
+            f"{url}/demo/sleep?ms=50", process, connections=64, signal_after=1.0,
+            duration=2.5, grace=GRACE + 5, keep_alive=keep_alive,
+        )
+    print(report.summary())
+    assert len(report.before) > 500, report.summary()  # the load really ran
+    assert report.lost_before_signal == [], report.summary()
+    assert report.cut_mid_response == [], report.summary()
+    assert report.exited_after is not None and report.exited_after < GRACE, report.summary()
+
+
+@pytest.mark.parametrize("engine", loops.ENGINES)
+def test_grace_period_bounds_the_wait_for_slow_requests(engine: str) -> None:
+    env = {"WEBSERVER_GRACEFUL_TIMEOUT": "1"}
+    with running_server(["--engine", engine, "--loop", "auto"], env=env) as (url, process):
+        report = drive_and_terminate(
+            f"{url}/demo/sleep?ms=8000", process, connections=4, signal_after=0.5,
+            duration=1.5, grace=15,
+        )
+    # The 8 s requests cannot finish: the server must give up on them after ~1 s.
+    assert report.exited_after is not None and report.exited_after < 4, report.summary()
