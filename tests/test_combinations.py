@@ -46,14 +46,14 @@ def test_combination(copie, cell: loops.MatrixCell) -> None:
 
     # No flags: the engine and loop come from the rendered .env and defaults.
     runner = interpreter.command([str(python)], project)
-    with server_process.running_server(python=runner, cwd=project) as (url, process):
-        detail = httpx.get(f"{url}/health/detailed").json()
+    with server_process.running_server(python=runner, cwd=project) as server:
+        detail = httpx.get(f"{server.url}/health/detailed").json()
         # Static file through the middleware, WebSocket echo, forwarded headers.
-        same = subprocess.run([*runner, "-m", "tests.request_set", url],
+        same = subprocess.run([*runner, "-m", "tests.request_set", server.url],
                               cwd=project, capture_output=True, text=True, timeout=60)
     assert detail["engine"] == cell.engine
     assert detail["loop"] == expected_loop(cell)
     assert detail["loop_class"].startswith(loops.LOOPS[expected_loop(cell)].module + ".")
     assert detail["python"].startswith(cell.python + ".")
     assert same.returncode == 0, same.stdout + same.stderr
-    assert process.returncode in (0, -15)
+    assert server.process.returncode in (0, -15)

@@ -8,8 +8,10 @@ import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 import httpx
@@ -27,6 +29,16 @@ class BootError(AssertionError):
     pass
 
 
+@dataclass
+class Server:
+    url: str
+    process: subprocess.Popen[bytes]
+    log: Path  # stdout and stderr, readable while the server runs
+
+    def output(self) -> str:
+        return self.log.read_text(errors="replace")
+
+
 @contextlib.contextmanager
 def running_server(
     args: Sequence[str] = (),
@@ -35,41 +47,40 @@ def running_server(
     python: Sequence[str] = (sys.executable,),
     cwd: Path = PROJECT_DIR,
     timeout: float = 20.0,
-) -> Iterator[tuple[str, subprocess.Popen[str]]]:
-    """`python -m app serve ARGS` on 127.0.0.1 and a free port; yields (base URL, process)."""
+) -> Iterator[Server]:
+    """`python -m app serve ARGS` on 127.0.0.1 and a free port."""
     port = free_port()
     command = [*python, "-m", "app", "serve", "--host", "127.0.0.1", "--port", str(port), *args]
-    process = subprocess.Popen(
-        command,
-        cwd=cwd,
-        env={**os.environ, **(env or {})},
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-    )
-    base_url = f"http://127.0.0.1:{port}"
-    try:
-        wait_until_serving(base_url, process, timeout)
-        yield base_url, process
-    finally:
-        stop(process)
+    with tempfile.TemporaryDirectory() as logs:
+        log = Path(logs) / "server.log"
+        with log.open("wb") as sink:
+            process = subprocess.Popen(
+                command, cwd=cwd, env={**os.environ, **(env or {})},
+                stdout=sink, stderr=subprocess.STDOUT,
+            )
+        server = Server(f"http://127.0.0.1:{port}", process, log)
+        try:
+            wait_until_serving(server, timeout)
+            yield server
+        finally:
+            stop(server)
 
 
-def wait_until_serving(base_url: str, process: subprocess.Popen[str], timeout: float) -> None:
+def wait_until_serving(server: Server, timeout: float) -> None:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        if process.poll() is not None:
-            output = process.stdout.read() if process.stdout else ""
-            raise BootError(f"server exited with {process.returncode}:\n{output}")
+        if server.process.poll() is not None:
+            raise BootError(f"server exited with {server.process.returncode}:\n{server.output()}")
         with contextlib.suppress(httpx.TransportError):
-            if httpx.get(f"{base_url}/health/", timeout=1).status_code == 200:
+            if httpx.get(f"{server.url}/health/", timeout=1).status_code == 200:
                 return
         time.sleep(0.1)
-    raise BootError(f"server did not answer on {base_url} within {timeout} s")
+    raise BootError(f"server did not answer on {server.url} within {timeout} s:\n{server.output()}")
 
 
-def stop(process: subprocess.Popen[str], grace: float = 15.0) -> int:
+def stop(server: Server, grace: float = 15.0) -> int:
     """SIGTERM and wait; a single uvicorn process re-raises the signal (exit -15)."""
+    process = server.process
     if process.poll() is None:
         process.send_signal(signal.SIGTERM)
         try:
@@ -77,5 +88,7 @@ def stop(process: subprocess.Popen[str], grace: float = 15.0) -> int:
         except subprocess.TimeoutExpired:
             process.kill()
             process.wait()
-            raise BootError(f"server ignored SIGTERM for {grace} s") from None
+            raise BootError(
+                f"server ignored SIGTERM for {grace} s:\n{server.output()[-3000:]}"
+            ) from None
     return process.returncode

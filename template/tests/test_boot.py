@@ -22,16 +22,16 @@ def loop_for(engine: str) -> str:
 @pytest.mark.parametrize("engine", loops.ENGINES)
 def test_engine_serves_on_the_configured_loop(engine: str) -> None:
     loop = loop_for(engine)
-    with running_server(["--engine", engine, "--loop", loop]) as (base_url, process):
-        detail = httpx.get(f"{base_url}/health/detailed").json()
-        observed = request_set.observe(base_url)
+    with running_server(["--engine", engine, "--loop", loop]) as server:
+        detail = httpx.get(f"{server.url}/health/detailed").json()
+        observed = request_set.observe(server.url)
     assert observed == request_set.expected(proxy_trusted=True)
     expected = loops.resolve(engine, loop)
     assert detail["engine"] == engine
     assert detail["loop"] == expected
     assert detail["loop_class"].startswith(loops.LOOPS[expected].module + ".")
     assert detail["http"] == loops.resolve_http(engine)
-    assert process.returncode in (0, -15)
+    assert server.process.returncode in (0, -15)
 
 
 # (engine, parser, HTTP/2): uvicorn's parsers, and HTTP/2 where an engine offers it,
@@ -47,11 +47,11 @@ PARSER_CASES = [
 def test_parser_and_http2(engine: str, http: str, http2: bool) -> None:
     args = ["--engine", engine, "--loop", loop_for(engine), "--http", http]
     args += ["--http2"] if http2 else []
-    with running_server(args) as (base_url, _):
-        detail = httpx.get(f"{base_url}/health/detailed").json()
+    with running_server(args) as server:
+        detail = httpx.get(f"{server.url}/health/detailed").json()
         with httpx.Client(http1=False, http2=True) as client:  # h2c, prior knowledge
             try:
-                h2 = client.get(f"{base_url}/health/detailed").json()
+                h2 = client.get(f"{server.url}/health/detailed").json()
             except httpx.TransportError:
                 h2 = None
     assert detail["http"] == loops.resolve_http(engine, http)
@@ -67,9 +67,11 @@ def test_two_workers_both_run_the_loop(engine: str) -> None:
     """Workers are forked (granian spawns them on 3.14): each must build the loop."""
     loop = loop_for(engine)
     seen: dict[int, str] = {}
-    with running_server(["--engine", engine, "--loop", loop, "--workers", "2"]) as (url, _):
+    with running_server(["--engine", engine, "--loop", loop, "--workers", "2"]) as server:
         for _attempt in range(200):  # new connections until both workers answered
-            detail = httpx.get(f"{url}/health/detailed", headers={"Connection": "close"}).json()
+            detail = httpx.get(
+                f"{server.url}/health/detailed", headers={"Connection": "close"}
+            ).json()
             seen[detail["pid"]] = detail["loop_class"]
             if len(seen) == 2:
                 break
@@ -81,6 +83,6 @@ def test_two_workers_both_run_the_loop(engine: str) -> None:
 @pytest.mark.parametrize("engine", loops.ENGINES)
 def test_forwarded_headers_from_an_untrusted_address_are_ignored(engine: str) -> None:
     env = {"WEBSERVER_FORWARDED_ALLOW_IPS": "192.0.2.1,10.0.0.0/8"}
-    with running_server(["--engine", engine, "--loop", loop_for(engine)], env=env) as (url, _):
-        observed = request_set.observe(url)
+    with running_server(["--engine", engine, "--loop", loop_for(engine)], env=env) as server:
+        observed = request_set.observe(server.url)
     assert observed == request_set.expected(proxy_trusted=False)

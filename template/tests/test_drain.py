@@ -24,9 +24,9 @@ def test_sigterm_under_load_completes_what_was_sent(
 ) -> None:
     args = ["--engine", engine, "--loop", "auto", "--workers", str(workers)]
     env = {"WEBSERVER_GRACEFUL_TIMEOUT": str(GRACE)}
-    with running_server(args, env=env) as (url, process):
+    with running_server(args, env=env) as server:
         report = drive_and_terminate(
-            f"{url}/demo/sleep?ms=50", process, connections=64, signal_after=1.0,
+            f"{server.url}/demo/sleep?ms=50", server.process, connections=64, signal_after=1.0,
             duration=2.5, grace=GRACE + 5, keep_alive=keep_alive,
         )
     print(report.summary())
@@ -39,9 +39,9 @@ def test_sigterm_under_load_completes_what_was_sent(
 @pytest.mark.parametrize("engine", loops.ENGINES)
 def test_grace_period_bounds_the_wait_for_slow_requests(engine: str) -> None:
     env = {"WEBSERVER_GRACEFUL_TIMEOUT": "1"}
-    with running_server(["--engine", engine, "--loop", "auto"], env=env) as (url, process):
+    with running_server(["--engine", engine, "--loop", "auto"], env=env) as server:
         report = drive_and_terminate(
-            f"{url}/demo/sleep?ms=8000", process, connections=4, signal_after=0.5,
+            f"{server.url}/demo/sleep?ms=8000", server.process, connections=4, signal_after=0.5,
             duration=1.5, grace=15,
         )
     # The 8 s requests cannot finish: the server must give up on them after ~1 s.

@@ -95,9 +95,26 @@ def run_granian(settings: Settings, loop: str) -> None:
         log_level=LogLevels(settings.log_level),
         log_access=False,
         workers_kill_timeout=settings.graceful_timeout,
-        reload=settings.reload,
-        reload_paths=[APP_DIR] if settings.reload else None,
     ).serve()
+
+
+def run_granian_dev(settings: Settings, loop: str) -> None:
+    """Restart a non-reloading granian on every change, as uvicorn's reloader does.
+
+    granian's own reloader (2.8.9) stops for good when a worker dies while starting (a
+    syntax error saved into a running dev server), and with
+    `reload_ignore_worker_failure` it can miss SIGTERM when a change lands while a
+    worker is spawning. watchfiles restarts the server on each change and, when it
+    crashed, waits for the next save.
+    """
+    import watchfiles
+
+    try:
+        watchfiles.run_process(
+            APP_DIR, target=run_granian, args=(settings.model_copy(update={"reload": False}), loop)
+        )
+    except KeyboardInterrupt:  # watchfiles turns SIGTERM into this after stopping the child
+        pass
 
 
 ENGINE_RUNNERS: dict[str, Callable[[Settings, str], None]] = {
@@ -106,8 +123,15 @@ ENGINE_RUNNERS: dict[str, Callable[[Settings, str], None]] = {
 }
 
 
+DEV_RUNNERS: dict[str, Callable[[Settings, str], None]] = {
+    "uvicorn": run_uvicorn,  # uvicorn's reloader already survives a bad save
+    "granian": run_granian_dev,
+}
+
+
 def serve(settings: Settings) -> None:
     loop = settings.resolved_loop
     publish(settings, loop)
     print(startup_line(settings, loop), file=sys.stderr, flush=True)
-    ENGINE_RUNNERS[settings.engine](settings, loop)
+    runners = DEV_RUNNERS if settings.reload else ENGINE_RUNNERS
+    runners[settings.engine](settings, loop)
