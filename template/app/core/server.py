@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import platform
 import sys
@@ -109,12 +110,10 @@ def run_granian_dev(settings: Settings, loop: str) -> None:
     """
     import watchfiles
 
-    try:
-        watchfiles.run_process(
-            APP_DIR, target=run_granian, args=(settings.model_copy(update={"reload": False}), loop)
-        )
-    except KeyboardInterrupt:  # watchfiles turns SIGTERM into this after stopping the child
-        pass
+    serving = settings.model_copy(update={"reload": False})
+    # watchfiles turns SIGTERM into KeyboardInterrupt once it has stopped the child.
+    with contextlib.suppress(KeyboardInterrupt):
+        watchfiles.run_process(APP_DIR, target=run_granian, args=(serving, loop))
 
 
 ENGINE_RUNNERS: dict[str, Callable[[Settings, str], None]] = {
