@@ -82,7 +82,7 @@ def test_two_workers_both_run_the_loop(engine: str) -> None:
 
 @pytest.mark.parametrize("engine", loops.ENGINES)
 def test_forwarded_headers_from_an_untrusted_address_are_ignored(engine: str) -> None:
-    env = {"WEBSERVER_FORWARDED_ALLOW_IPS": "192.0.2.1,10.0.0.0/8"}
+    env = {"WEBSERVER_TRUSTED_PROXIES": "192.0.2.1,10.0.0.0/8"}
     with running_server(["--engine", engine, "--loop", loop_for(engine)], env=env) as server:
         observed = request_set.observe(server.url)
     assert observed == request_set.expected(proxy_trusted=False)

@@ -22,7 +22,7 @@ WORKING_SETTINGS = {
     "WEBSERVER_ENGINE": "uvicorn", "WEBSERVER_LOOP": "auto", "WEBSERVER_HTTP": "auto",
     "WEBSERVER_HTTP2": "false", "WEBSERVER_WORKERS": "1", "WEBSERVER_RELOAD": "false",
     "WEBSERVER_LOG_LEVEL": "info", "WEBSERVER_WS_PING_INTERVAL": "0",
-    "WEBSERVER_FORWARDED_ALLOW_IPS": "127.0.0.1",
+    "WEBSERVER_TRUSTED_PROXIES": "127.0.0.1",
 }
 BAD_SETTINGS = [
     ({"WEBSERVER_ENGINE": "nginx"}, "Unknown engine"),
@@ -37,7 +37,7 @@ BAD_SETTINGS = [
     ({"WEBSERVER_HTTP": "picohttp"}, "Unknown HTTP parser"),
     ({"WEBSERVER_ENGINE": "granian", "WEBSERVER_WS_PING_INTERVAL": "20"}, "no WebSocket pings"),
     ({"WEBSERVER_WS_PING_INTERVAL": "-1"}, "WEBSERVER_WS_PING_INTERVAL='-1' is refused"),
-    ({"WEBSERVER_FORWARDED_ALLOW_IPS": "proxy.local"}, "is not an address or network"),
+    ({"WEBSERVER_TRUSTED_PROXIES": "proxy.local"}, "is not an address or network"),
     ({"WEBSERVER_ENGINE": "granian", "WEBSERVER_HTTP": "zttp"}, "has no parser choice"),
     ({"WEBSERVER_ENGINE": "uvicorn", "WEBSERVER_HTTP": "httptools", "WEBSERVER_HTTP2": "true"},
      "HTTP/2 under uvicorn needs the zttp parser"),

@@ -40,7 +40,7 @@ def publish(settings: Settings, loop: str) -> None:
     os.environ[f"{ENV_PREFIX}LOOP"] = loop
     os.environ[f"{ENV_PREFIX}HTTP"] = settings.http
     os.environ[f"{ENV_PREFIX}HTTP2"] = str(settings.http2).lower()
-    os.environ[f"{ENV_PREFIX}FORWARDED_ALLOW_IPS"] = settings.forwarded_allow_ips
+    os.environ[f"{ENV_PREFIX}TRUSTED_PROXIES"] = settings.trusted_proxies
 
 
 def create_granian_app() -> ASGIApp:
@@ -49,7 +49,7 @@ def create_granian_app() -> ASGIApp:
 
     from app.main import create_app
 
-    trusted = get_settings().forwarded_allow_ips
+    trusted = get_settings().trusted_proxies
     return wrap_asgi_with_proxy_headers(create_app(), trusted_hosts=trusted)
 
 
@@ -71,7 +71,7 @@ def run_uvicorn(settings: Settings, loop: str) -> None:
         access_log=False,
         timeout_graceful_shutdown=settings.graceful_timeout,
         proxy_headers=True,
-        forwarded_allow_ips=settings.forwarded_allow_ips,
+        forwarded_allow_ips=settings.trusted_proxies,
         ws_ping_interval=settings.ws_ping_interval or None,
         ws_ping_timeout=UVICORN_WS_PING_TIMEOUT if settings.ws_ping_interval else None,
     )
