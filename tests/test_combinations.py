@@ -39,7 +39,10 @@ def test_combination(copie, cell: loops.MatrixCell) -> None:
     assert lint.returncode == 0, lint.stdout
 
     own_tests = subprocess.run(
-        interpreter.command([str(python), "-m", "pytest", "-q", "-p", "no:cacheprovider"], project),
+        interpreter.command(
+            [str(python), "-m", "pytest", "-q", "-p", "no:cacheprovider", "-m", "not slow"],
+            project,
+        ),
         cwd=project, capture_output=True, text=True, timeout=120,
     )
     assert own_tests.returncode == 0, own_tests.stdout[-4000:] + own_tests.stderr[-2000:]
