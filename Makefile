@@ -24,7 +24,7 @@ demo: $(DEV)
 	$(MAKE) -C $(DEMO_DIR) serve UV=$(CURDIR)/$(VENV)/bin/uv
 
 lint: $(DEV)
-	$(VENV)/bin/ruff check extensions tests
+	$(VENV)/bin/ruff check extensions migrations tests docs
 
 clean:
 	rm -rf $(VENV) .cache $(DEMO_DIR)

@@ -12,7 +12,7 @@ from tests.conftest import TEMPLATE_ROOT
 def test_template_code_lints_clean() -> None:
     ruff = str(Path(sys.executable).with_name("ruff"))
     result = subprocess.run(
-        [ruff, "check", "--no-cache", "extensions", "tests", "docs"],
+        [ruff, "check", "--no-cache", "extensions", "migrations", "tests", "docs"],
         cwd=TEMPLATE_ROOT, capture_output=True, text=True,
     )
     assert result.returncode == 0, result.stdout
