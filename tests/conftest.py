@@ -9,7 +9,7 @@ from types import ModuleType
 import pytest
 
 from extensions.matrix import loops
-from tests import interpreters, project_envs
+from tests import interpreters, project_envs, releases
 
 TEMPLATE_ROOT = Path(__file__).resolve().parents[1]
 # Pythons that must be present: CI sets this so a missing one fails instead of skipping.
@@ -28,6 +28,12 @@ def load_template_module(relative: str) -> ModuleType:
 
 
 server_process = load_template_module("tests/server_process.py")
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    # Once, in the controller, before xdist workers collect the update test's tags.
+    if not hasattr(config, "workerinput"):
+        releases.ensure_tags(TEMPLATE_ROOT)
 
 
 def require_interpreter(version: str) -> interpreters.Interpreter:

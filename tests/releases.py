@@ -26,12 +26,13 @@ def ensure_tags(root: Path) -> None:
         commit, _, subject = line.partition(" ")
         match = RELEASE_SUBJECT.fullmatch(subject)
         if match and f"v{match[1]}" not in existing:
-            _git(root, "tag", f"v{match[1]}", commit)
+            # Tolerate a tag made meanwhile by another process.
+            subprocess.run(["git", "tag", f"v{match[1]}", commit], cwd=root,
+                           capture_output=True)
 
 
 def releases_before_head(root: Path) -> list[str]:
     """Tags reachable from HEAD that do not point at it, oldest first."""
-    ensure_tags(root)
     head = _git(root, "rev-parse", "HEAD").strip()
     tags = _git(root, "tag", "--merged", "HEAD", "--list", "v*").split()
     earlier = [t for t in tags if _git(root, "rev-list", "-n1", t).strip() != head]
