@@ -1,0 +1,70 @@
+"""What the route costs with no server at all: the ASGI app called in-process.
+
+The difference between this and the server's CPU per request is what an engine can
+change; on typical FastAPI routes the app's own share dominates.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Callable
+from typing import Any
+
+from app.bench.route import Route
+
+CONCURRENCY = 64  # like the load drivers, so awaiting routes overlap
+
+
+def _scope(route: Route) -> dict[str, Any]:
+    path, _, query = route.path.partition("?")
+    headers = [(b"host", b"bench"), *((k.lower().encode(), v.encode()) for k, v in route.headers)]
+    if route.body:
+        headers.append((b"content-length", str(len(route.body)).encode()))
+    return {
+        "type": "http", "asgi": {"version": "3.0"}, "http_version": "1.1",
+        "method": route.method, "scheme": "http", "path": path, "raw_path": path.encode(),
+        "query_string": query.encode(), "root_path": "", "headers": headers,
+        "client": ("127.0.0.1", 50000), "server": ("127.0.0.1", 8000), "extensions": {},
+        "state": {},
+    }
+
+
+async def _call(app: Callable[..., Any], route: Route) -> int:
+    status = 0
+    sent_body = False
+
+    async def receive() -> dict[str, Any]:
+        nonlocal sent_body
+        if sent_body:
+            await asyncio.sleep(3600)  # a client that stays connected
+        sent_body = True
+        return {"type": "http.request", "body": route.body, "more_body": False}
+
+    async def send(message: dict[str, Any]) -> None:
+        nonlocal status
+        if message["type"] == "http.response.start":
+            status = message["status"]
+
+    await app(_scope(route), receive, send)
+    return status
+
+
+async def _measure(app: Callable[..., Any], route: Route, seconds: float) -> tuple[float, int]:
+    statuses = await asyncio.gather(*(_call(app, route) for _ in range(CONCURRENCY)))  # warm-up
+    if not all(200 <= s < 300 for s in statuses):
+        raise ValueError(f"{route.method} {route.path} answered {statuses[0]} in-process")
+    calls = 0
+    cpu_start, wall_end = time.process_time(), time.perf_counter() + seconds
+    while time.perf_counter() < wall_end:
+        await asyncio.gather(*(_call(app, route) for _ in range(CONCURRENCY)))
+        calls += CONCURRENCY
+    return (time.process_time() - cpu_start) / calls * 1e6, calls
+
+
+def app_cpu_us_per_request(route: Route, seconds: float = 1.0) -> float:
+    """CPU microseconds one request costs the app itself (middleware included)."""
+    from app.main import create_app
+
+    cost, _ = asyncio.run(_measure(create_app(), route, seconds))
+    return cost
