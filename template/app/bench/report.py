@@ -64,7 +64,7 @@ def run_and_report(configs: list[engines.Config], route: Route, driver: drivers.
                    skipped: list[str], *, connections: int, seconds: float, rounds: int,
                    warmup: float, target: str | None, json_file: Path | None) -> int:
     """Measure, print, write JSON; returns how many requests failed or were not 2xx."""
-    console = Console()
+    console = Console(width=max(Console().width, 140))
     console.print(f"driver: {driver.name}" + (f" ({driver.note})" if driver.note else "")
                   + (f"; passed over: {'; '.join(skipped)}" if skipped else ""))
     options = {"connections": connections, "seconds": seconds, "rounds": rounds,

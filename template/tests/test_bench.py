@@ -1,0 +1,106 @@
+"""`bench engines`: every driver really run against a booted server, and what is counted.
+
+Slow: `pytest -m slow`. No timed assertions: rates are machine-dependent; the tests
+check what is counted and reported, not how fast.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from app.bench import drivers, engines
+from app.bench.route import Route, RouteError
+from app.cli import cli
+from tests.server_process import free_port, running_server
+
+pytestmark = pytest.mark.slow
+DRIVERS = [pytest.param(d, id=d.name, marks=pytest.mark.skipif(
+    not d.available(), reason=f"{d.binary} is not installed (apt-get install it)"))
+    for d in drivers.ALL.values()]
+
+
+@pytest.fixture(scope="module")
+def server_url():
+    with running_server(["--engine", "granian", "--loop", "auto"]) as server:
+        yield server.url
+
+
+@pytest.mark.parametrize("driver", DRIVERS)
+def test_driver_runs_and_its_output_is_read(driver: drivers.Driver, server_url: str) -> None:
+    result = engines.drive(driver, server_url, Route("/health/"), 8, 1.0, None)
+    assert result.driver == driver.name
+    assert result.requests > 0 and result.seconds > 0
+    assert result.failed == 0 and result.non_2xx == 0
+    if driver.name == "h2load":
+        assert result.mean_ms and result.p50_ms is None  # h2load has no percentiles
+    else:
+        assert 0 < result.p50_ms <= result.p95_ms <= result.p99_ms  # type: ignore[operator]
+
+
+@pytest.mark.parametrize("driver", DRIVERS)
+def test_post_with_a_payload(driver: drivers.Driver, server_url: str) -> None:
+    route = Route("/demo/echo", method="POST", body=b'{"x": 1}',
+                  headers=(("Content-Type", "application/json"),))
+    if not driver.can_send(route):
+        pytest.skip(f"{driver.name} cannot send this")
+    result = engines.drive(driver, server_url, route, 4, 1.0, None)
+    assert result.requests > 0 and result.non_2xx == 0 and result.failed == 0
+
+
+def test_route_templating(server_url: str) -> None:
+    route = Route("/demo/items/{item_id}", {"item_id": "42"})
+    assert route.path == "/demo/items/42"
+    result = engines.drive(drivers.Python(), server_url, route, 2, 1.0, None)
+    assert result.requests > 0 and result.non_2xx == 0
+    with pytest.raises(RouteError, match="needs --path-param for item_id"):
+        _ = Route("/demo/items/{item_id}").path
+    with pytest.raises(RouteError, match="not in the path"):
+        _ = Route("/health/", {"item_id": "1"}).path
+
+
+def test_a_method_a_driver_cannot_send_moves_to_the_next() -> None:
+    put = Route("/demo/echo", method="PUT", body=b"x")
+    assert not drivers.H2load().can_send(put)
+    assert drivers.Wrk().can_send(put) and drivers.Python().can_send(put)
+    chosen, skipped = drivers.choose("auto", put)
+    assert chosen.can_send(put) and chosen.available()
+    assert all(not s.startswith(chosen.name) for s in skipped)
+
+
+def test_non_2xx_and_failures_are_counted(server_url: str) -> None:
+    missing = engines.drive(drivers.Python(), server_url, Route("/no/such/route"), 2, 1.0, None)
+    assert missing.requests > 0 and missing.non_2xx == missing.requests
+    closed = engines.drive(drivers.Python(), f"http://127.0.0.1:{free_port()}",
+                           Route("/health/"), 2, 1.0, None)
+    assert closed.failed > 0 and closed.requests == 0
+
+
+def test_bench_exits_non_zero_when_requests_fail(tmp_path: Path) -> None:
+    out = tmp_path / "bench.json"
+    result = CliRunner().invoke(cli, [
+        "bench", "engines", "--engine", "granian", "--path", "/no/such/route", "--duration", "1",
+        "--rounds", "1", "--warmup", "0", "-c", "2", "--driver", "python", "--json", str(out)])
+    assert result.exit_code == 1, result.output
+    figures = json.loads(out.read_text())
+    assert figures["configurations"][0]["failed"] > 0
+
+
+def test_unsaturated_server_is_called_a_floor() -> None:
+    # Two connections to a route that sleeps 20 ms cannot keep a core busy.
+    results = engines.measure(
+        [engines.Config("granian", "auto"), engines.Config("uvicorn", "auto")],
+        Route("/demo/sleep?ms=20"), drivers.Python(), connections=2, seconds=1.0, rounds=1,
+        warmup=0)
+    assert all(m.saturated is False for m in results)
+    sentence = engines.verdict(results, Route("/demo/sleep?ms=20"), app_cost_us=None)
+    assert "could not saturate the server" in sentence and "a floor" in sentence
+
+
+def test_bad_route_is_refused_before_booting() -> None:
+    result = CliRunner().invoke(cli, ["bench", "engines", "--path", "/demo/items/{item_id}"])
+    assert result.exit_code == 2
+    assert "needs --path-param for item_id" in result.stderr
