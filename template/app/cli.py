@@ -74,7 +74,7 @@ cli.add_typer(bench, name="bench")
 
 @bench.command("engines")
 def bench_engines(
-    path: str = typer.Option("/health/", help="Route to load; {name} parts come from --path-param."),
+    path: str = typer.Option("/health/", help="Route; {name} parts come from --path-param."),
     path_param: list[str] = typer.Option([], help="NAME=VALUE for a {NAME} in --path."),
     method: str = typer.Option("GET", help="HTTP method."),
     payload: str | None = typer.Option(None, help="Request body."),

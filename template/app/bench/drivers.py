@@ -85,7 +85,8 @@ end
         lines = [f"wrk.method = {_lua_string(route.method)}"]
         if route.body:
             lines.append(f"wrk.body = {_lua_string(route.body)}")
-        lines += [f"wrk.headers[{_lua_string(k)}] = {_lua_string(v)}" for k, v in route.headers]
+        # The spaces matter: `[[` would open a Lua long string.
+        lines += [f"wrk.headers[ {_lua_string(k)} ] = {_lua_string(v)}" for k, v in route.headers]
         return "\n".join(lines) + "\n" + self.DONE
 
     def command(self, url: str, route: Route, connections: int, seconds: float,
@@ -172,10 +173,16 @@ class ApacheBench(Driver):
     note = ("ab sends HTTP/1.0 keep-alive, which uvicorn closes after each response: "
             "it measures connection handling, not the engines' request path")
 
+    def can_send(self, route: Route) -> bool:
+        # -p sends a body as POST and cannot be combined with another method.
+        return not route.body or route.method == "POST"
+
     def command(self, url: str, route: Route, connections: int, seconds: float,
                 workdir: Path) -> list[str]:
         argv = ["ab", "-k", "-q", "-c", str(connections), "-t", str(max(1, round(seconds))),
-                "-n", "10000000", "-m", route.method]
+                "-n", "10000000"]
+        if not route.body:
+            argv += ["-m", route.method]
         argv += [arg for k, v in route.headers for arg in ("-H", f"{k}: {v}")]
         if route.body:
             body = workdir / "body"

@@ -122,7 +122,7 @@ def cores() -> tuple[set[int] | None, set[int] | None]:
     return {available[0]}, set(available[1:])
 
 
-def _pinned(core_set: set[int] | None):  # noqa: ANN202 - a preexec_fn
+def _pinned(core_set: set[int] | None):  # a subprocess preexec_fn, or None
     return (lambda: os.sched_setaffinity(0, core_set)) if core_set else None
 
 

@@ -12,6 +12,7 @@ import asyncio
 import json
 import sys
 import time
+from pathlib import Path
 from urllib.parse import urlsplit
 
 
@@ -111,7 +112,7 @@ async def run(url: str, connections: int, seconds: float, route: dict) -> dict:
 
 def main(argv: list[str]) -> None:
     url, connections, seconds, route_file = argv
-    route = json.loads(open(route_file).read())
+    route = json.loads(Path(route_file).read_text())
     coroutine = run(url, int(connections), float(seconds), route)
     try:
         import uvloop

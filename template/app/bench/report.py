@@ -74,7 +74,11 @@ def run_and_report(configs: list[engines.Config], route: Route, driver: drivers.
         app_cost = None
     else:
         results = engines.measure(configs, route, driver, **options)
-        app_cost = app_cpu_us_per_request(route)
+        try:
+            app_cost = app_cpu_us_per_request(route)
+        except ValueError as error:  # the route fails in-process too: no share to report
+            console.print(f"app alone: not measured ({error})")
+            app_cost = None
     sentence = engines.verdict(results, route, app_cost)
     console.print(table(results, driver))
     if app_cost is not None:
