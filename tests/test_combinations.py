@@ -40,7 +40,8 @@ def test_combination(copie, cell: loops.MatrixCell) -> None:
 
     own_tests = subprocess.run(
         interpreter.command(
-            [str(python), "-m", "pytest", "-q", "-p", "no:cacheprovider", "-m", "not slow"],
+            [str(python), "-m", "pytest", "-q", "-p", "no:cacheprovider",
+             "-m", "not slow and not bench"],
             project,
         ),
         cwd=project, capture_output=True, text=True, timeout=120,

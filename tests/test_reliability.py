@@ -1,11 +1,14 @@
-"""The generated project's slow tests (drain under load, dev reload), once per Python.
+"""The generated project's slow tests, once per Python, and its bench tests once.
 
-They do not depend on the answers beyond the Python version, so one rendered project
-per Python runs them; every combination runs the fast rest (test_combinations.py).
+Drain under load and dev reload do not depend on the answers beyond the Python
+version, so one rendered project per Python runs them; every combination runs the
+fast rest (test_combinations.py). The bench tests exercise the load drivers, which do
+not change with the Python: they run on the default answers.
 """
 
 from __future__ import annotations
 
+import os
 import subprocess
 
 import pytest
@@ -14,18 +17,32 @@ from extensions.matrix import loops
 from tests.conftest import environment_for
 
 
-@pytest.mark.parametrize("python_version", loops.PYTHON_VERSIONS)
-def test_drain_and_dev_reload(copie, python_version: str) -> None:
-    result = copie.copy(extra_answers={"python_version": python_version})
+def run_marked(copie, python_version: str | None, marker: str) -> str:
+    answers = {"python_version": python_version} if python_version else {}
+    result = copie.copy(extra_answers=answers)
     assert result.exit_code == 0, result.exception
     project = result.project_dir
-    interpreter, python = environment_for(python_version, project / "pyproject.toml")
-    slow = subprocess.run(
+    version = python_version or result.answers["python_version"]
+    interpreter, python = environment_for(version, project / "pyproject.toml")
+    run = subprocess.run(
         interpreter.command(
-            [str(python), "-m", "pytest", "-q", "-p", "no:cacheprovider", "-m", "slow", "-rA"],
+            [str(python), "-m", "pytest", "-q", "-p", "no:cacheprovider", "-m", marker, "-rA"],
             project,
         ),
         cwd=project, capture_output=True, text=True, timeout=600,
     )
-    assert slow.returncode == 0, slow.stdout[-6000:] + slow.stderr[-2000:]
-    assert " passed" in slow.stdout and "deselected" in slow.stdout
+    assert run.returncode == 0, run.stdout[-6000:] + run.stderr[-2000:]
+    assert " passed" in run.stdout and "deselected" in run.stdout
+    return run.stdout
+
+
+@pytest.mark.parametrize("python_version", loops.PYTHON_VERSIONS)
+def test_drain_and_dev_reload(copie, python_version: str) -> None:
+    run_marked(copie, python_version, "slow")
+
+
+def test_bench_drivers(copie) -> None:
+    output = run_marked(copie, None, "bench")
+    # CI installs wrk, h2load and ab: there, no driver may be skipped.
+    if os.environ.get("REQUIRED_PYTHONS"):
+        assert "SKIPPED" not in output, output[-3000:]

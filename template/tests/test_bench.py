@@ -1,6 +1,6 @@
 """`bench engines`: every driver really run against a booted server, and what is counted.
 
-Slow: `pytest -m slow`. No timed assertions: rates are machine-dependent; the tests
+Marked `bench` (`pytest -m bench`). No timed assertions: rates are machine-dependent; the tests
 check what is counted and reported, not how fast.
 """
 
@@ -17,7 +17,7 @@ from app.bench.route import Route, RouteError
 from app.cli import cli
 from tests.server_process import free_port, running_server
 
-pytestmark = pytest.mark.slow
+pytestmark = pytest.mark.bench
 DRIVERS = [pytest.param(d, id=d.name, marks=pytest.mark.skipif(
     not d.available(), reason=f"{d.binary} is not installed (apt-get install it)"))
     for d in drivers.ALL.values()]
