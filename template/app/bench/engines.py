@@ -212,8 +212,10 @@ def verdict(results: list[Measured], route: Route, app_cost_us: float | None) ->
     if not ranked:
         return "No configuration answered."
     unsaturated = [m.config.label for m in ranked if m.saturated is False]
-    floor = (f" The driver could not saturate the server for {', '.join(unsaturated)}; "
-             "these numbers are a floor." if unsaturated else "")
+    floor = (f" The driver could not saturate the server for {', '.join(unsaturated)} (its "
+             "core was not kept busy: the driver or the route's own waiting capped the rate); "
+             "these numbers are a floor, and CPU µs per request is the figure to compare."
+             if unsaturated else "")
     if len(ranked) < 2:
         return f"{ranked[0].config.label}: {ranked[0].median('requests_per_second'):,.0f} "\
                f"requests/s on {route.path}.{floor}"
