@@ -6,7 +6,7 @@ VENV := .venv
 DEV := $(VENV)/.installed
 DEMO_DIR ?= demo
 
-.PHONY: test demo lint clean
+.PHONY: test demo lint docs clean
 
 $(DEV): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -26,5 +26,8 @@ demo: $(DEV)
 lint: $(DEV)
 	$(VENV)/bin/ruff check extensions migrations tests docs
 
+docs: $(DEV)
+	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict --site-dir site
+
 clean:
-	rm -rf $(VENV) .cache $(DEMO_DIR)
+	rm -rf $(VENV) .cache $(DEMO_DIR) site

@@ -14,6 +14,8 @@ from tests import interpreters, project_envs, releases
 TEMPLATE_ROOT = Path(__file__).resolve().parents[1]
 # Pythons that must be present: CI sets this so a missing one fails instead of skipping.
 REQUIRED_PYTHONS = os.environ.get("REQUIRED_PYTHONS", "").split()
+# The Pythons this run renders and boots (a CI job per Python sets one); default all.
+TEMPLATE_PYTHONS = os.environ.get("TEMPLATE_PYTHONS", "").split()
 
 
 def load_template_module(relative: str) -> ModuleType:
@@ -37,6 +39,8 @@ def pytest_configure(config: pytest.Config) -> None:
 
 
 def require_interpreter(version: str) -> interpreters.Interpreter:
+    if TEMPLATE_PYTHONS and version not in TEMPLATE_PYTHONS:
+        pytest.skip(f"Python {version} is not in TEMPLATE_PYTHONS={' '.join(TEMPLATE_PYTHONS)}")
     found = interpreters.find(version)
     if found is None:
         tried = ", ".join(map(interpreters.describe, interpreters.candidates(version)))

@@ -1,15 +1,77 @@
-"""The docs show the matrix as loops.py has it."""
+"""The docs build strictly, show the matrix as loops.py has it, and the CI files validate."""
 
 from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
 
 from docs.hooks import matrix as docs_matrix
 from tests.conftest import TEMPLATE_ROOT
 
+BIN = Path(sys.executable).parent
+QUIET = {**os.environ, "NO_MKDOCS_2_WARNING": "1"}
+WORKFLOWS = [TEMPLATE_ROOT / ".github/workflows/ci.yml",
+             TEMPLATE_ROOT / "template/.github/workflows/ci.yml"]
 
-def test_docs_matrix_block_is_current() -> None:
-    page = (TEMPLATE_ROOT / "docs" / "engines.md").read_text()
-    assert "<!-- matrix:start -->" in page
-    assert docs_matrix.fill(page) == page, "run: python docs/hooks/matrix.py"
+
+def build(root: Path, site: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [str(BIN / "mkdocs"), "build", "--strict", "--quiet", "--site-dir", str(site)],
+        cwd=root, env=QUIET, capture_output=True, text=True, timeout=120,
+    )
+
+
+def test_docs_blocks_are_current() -> None:
+    for name in ("engines.md", "troubleshooting.md"):
+        page = (TEMPLATE_ROOT / "docs" / name).read_text()
+        assert docs_matrix.fill(page) == page, "run: python docs/hooks/matrix.py"
+    engines = (TEMPLATE_ROOT / "docs" / "engines.md").read_text()
     for python in ("3.11", "3.14"):
-        assert f"| {python} | uvicorn |" in page
-    assert "| uvicorn | httptools if installed, else h11 |" in page
+        assert f"| {python} | uvicorn |" in engines
+    assert "| uvicorn | httptools if installed, else h11 |" in engines
+
+
+def test_mkdocs_build_strict(tmp_path: Path) -> None:
+    result = build(TEMPLATE_ROOT, tmp_path / "site")
+    assert result.returncode == 0, result.stdout + result.stderr
+    page = (tmp_path / "site" / "troubleshooting" / "index.html").read_text()
+    assert "rloop needs the granian engine" in page
+
+
+def test_matrix_in_the_built_docs_follows_loops_py(tmp_path: Path) -> None:
+    # A copy of the docs and the matrix, with zuvloop's minimum Python changed.
+    for part in ("docs", "mkdocs.yml", "template/app"):
+        source, target = TEMPLATE_ROOT / part, tmp_path / part
+        if source.is_dir():
+            shutil.copytree(source, target, ignore=shutil.ignore_patterns("__pycache__"))
+        else:
+            shutil.copy(source, target)
+    loops_py = tmp_path / "template/app/core/loops.py"
+    text = loops_py.read_text()
+    assert "min_python=(3, 14)" in text
+    loops_py.write_text(text.replace("min_python=(3, 14)", "min_python=(3, 12)"))
+
+    result = build(tmp_path, tmp_path / "site")
+    assert result.returncode == 0, result.stdout + result.stderr
+    engines = (tmp_path / "site" / "engines" / "index.html").read_text()
+    assert "zuvloop needs Python 3.12 or newer" in engines
+    assert "zuvloop needs Python 3.14 or newer" not in engines
+
+
+def test_workflows_validate_against_the_github_schema() -> None:
+    result = subprocess.run(
+        [str(BIN / "check-jsonschema"), "--builtin-schema", "vendor.github-workflows",
+         *map(str, WORKFLOWS)],
+        capture_output=True, text=True, timeout=120,
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_template_workflow_is_copied_verbatim(copie) -> None:
+    result = copie.copy()
+    assert result.exit_code == 0, result.exception
+    rendered = result.project_dir / ".github/workflows/ci.yml"
+    assert rendered.read_text() == WORKFLOWS[1].read_text()

@@ -1,4 +1,4 @@
-"""The engine x loop matrix in the docs, rendered from template/app/core/loops.py.
+"""The engine x loop matrix and its refusals in the docs, from template/app/core/loops.py.
 
 Used two ways: as a mkdocs hook (the built site always shows the current matrix) and
 as a script, `python docs/hooks/matrix.py`, that rewrites the block in docs/*.md so the
@@ -7,26 +7,33 @@ Markdown read on a forge shows it too. The template's tests check the block is c
 
 from __future__ import annotations
 
+import importlib
 import re
 import sys
 from pathlib import Path
+from types import ModuleType
 
 TEMPLATE = Path(__file__).resolve().parents[2] / "template"
 DOCS = Path(__file__).resolve().parents[1]
-BLOCK = re.compile(r"(<!-- matrix:start -->\n).*?(<!-- matrix:end -->)", re.DOTALL)
+# <!-- NAME:start --> ... <!-- NAME:end --> blocks, each filled by one function.
+BLOCK = re.compile(r"(<!-- (matrix|refusals):start -->\n).*?(<!-- \2:end -->)", re.DOTALL)
 
 
-def tables() -> str:
+def _matrix_markdown() -> ModuleType:
     sys.path.insert(0, str(TEMPLATE))
     try:
-        from app.core import matrix_markdown
+        # Always this template's copy, even if another `app` was imported before.
+        for name in [n for n in sys.modules if n == "app" or n.startswith("app.")]:
+            del sys.modules[name]
+        return importlib.import_module("app.core.matrix_markdown")
     finally:
         sys.path.remove(str(TEMPLATE))
-    return matrix_markdown.tables()
 
 
 def fill(markdown: str) -> str:
-    return BLOCK.sub(lambda m: m.group(1) + tables() + m.group(2), markdown)
+    module = _matrix_markdown()
+    blocks = {"matrix": module.tables, "refusals": module.refusals}
+    return BLOCK.sub(lambda m: m.group(1) + blocks[m.group(2)]() + m.group(3), markdown)
 
 
 def on_page_markdown(markdown: str, **_: object) -> str:

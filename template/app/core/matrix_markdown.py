@@ -54,3 +54,25 @@ def parser_table() -> str:
 
 def tables() -> str:
     return "\n\n".join([loop_table(), parser_table()]) + "\n"
+
+
+def refusals() -> str:
+    """Every sentence the matrix can refuse with (engine, loop, parser, pings), as a list."""
+    sentences: list[str] = []
+    for python in loops.PYTHON_VERSIONS:
+        for engine in loops.ENGINES:
+            for name in loops.LOOPS:
+                reason = loops.refusal_reason(engine, name, loops.python_version(python))
+                if reason and f"{reason}." not in sentences:
+                    sentences.append(f"{reason}.")
+    for engine in loops.ENGINES:
+        for name in loops.HTTP_PARSERS:
+            for http2 in (False, True):
+                reason = loops.http_refusal(engine, name, http2) or (
+                    loops.http_refusal(engine, loops.AUTO, http2))
+                if reason and reason not in sentences:
+                    sentences.append(reason)
+        reason = loops.ws_ping_refusal(engine, 20.0)
+        if reason and reason not in sentences:
+            sentences.append(reason)
+    return "".join(f"- {sentence}\n" for sentence in sentences)
