@@ -16,8 +16,13 @@ pytestmark = pytest.mark.slow
 GRACE = 10
 
 
-@pytest.mark.parametrize("workers", [1, 2])
-@pytest.mark.parametrize("keep_alive", [True, False], ids=["keep-alive", "close"])
+# Keep-alive clients with one and two workers; clients that open a connection per
+# request (the case where a stopping listener could drop queued connections) with one.
+CASES = [(1, True), (2, True), (1, False)]
+
+
+@pytest.mark.parametrize(("workers", "keep_alive"), CASES, ids=["1-keep-alive", "2-keep-alive",
+                                                                "1-close"])
 @pytest.mark.parametrize("engine", loops.ENGINES)
 def test_sigterm_under_load_completes_what_was_sent(
     engine: str, workers: int, keep_alive: bool
