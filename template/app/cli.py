@@ -102,7 +102,8 @@ def bench_engines(
         route.path  # noqa: B018 - refuse a bad template before booting anything
         chosen, skipped = drivers.choose(driver, route)
         configs = [] if target else configs_for(
-            engine or list(loops.ENGINES), loop or [loops.AUTO], http or [loops.AUTO])
+            engine or list(loops.ENGINES), loop or [loops.AUTO], http or [loops.AUTO],
+            skip_refused=not engine)
     except (RouteError, drivers.DriverError, ValueError, OSError) as error:
         typer.echo(f"Cannot bench: {error}", err=True)
         raise typer.Exit(2) from None

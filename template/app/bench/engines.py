@@ -93,8 +93,13 @@ def _figure(result: Round, name: str) -> float | None:
     return getattr(result.load, name)
 
 
-def configs_for(engines: list[str], loop_names: list[str], parsers: list[str]) -> list[Config]:
-    """Every asked-for engine x loop x parser the matrix allows on this Python."""
+def configs_for(engines: list[str], loop_names: list[str], parsers: list[str],
+                skip_refused: bool = False) -> list[Config]:
+    """Every asked-for engine x loop x parser the matrix allows on this Python.
+
+    With `skip_refused` (no engine named), a loop only some engines run is measured on
+    those; otherwise a refused pair stops the bench with the matrix's sentence.
+    """
     python = loops.python_version()
     chosen = []
     for engine in engines:
@@ -103,6 +108,8 @@ def configs_for(engines: list[str], loop_names: list[str], parsers: list[str]) -
         wanted = allowed[1:] if loop_names == ["all"] else loop_names
         for loop in wanted:
             reason = loops.availability_refusal(engine, loop)
+            if reason and skip_refused and loops.refusal_reason(engine, loop, python):
+                continue
             if reason:
                 raise ValueError(reason)
             for http in parsers if loops.ENGINE_SPECS[engine].parser_choice else [loops.AUTO]:
@@ -112,6 +119,9 @@ def configs_for(engines: list[str], loop_names: list[str], parsers: list[str]) -
                 config = Config(engine, loop, http)
                 if config not in chosen:
                     chosen.append(config)
+    if not chosen:
+        raise ValueError(f"no engine runs {', '.join(loop_names)} on this Python; "
+                         f"`engines` lists what each accepts.")
     return chosen
 
 

@@ -1,0 +1,35 @@
+"""Which configurations `bench engines` measures, from the matrix (no servers booted)."""
+
+from __future__ import annotations
+
+import pytest
+
+from app.bench.engines import configs_for
+from app.core import loops
+
+PYTHON = loops.python_version()
+
+
+def test_loop_all_sweeps_every_installed_loop_each_engine_accepts() -> None:
+    labels = {(c.engine, c.loop) for c in configs_for(list(loops.ENGINES), ["all"], ["auto"])}
+    expected = {
+        (engine, name) for engine in loops.ENGINES
+        for name in loops.engine_loops(engine, PYTHON)[1:] if loops.is_installed(name)
+    }
+    assert labels == expected
+
+
+def test_a_loop_only_one_engine_runs_is_measured_on_that_engine() -> None:
+    configs = configs_for(list(loops.ENGINES), ["rloop"], ["auto"], skip_refused=True)
+    assert [(c.engine, c.loop) for c in configs] == [("granian", "rloop")]
+
+
+def test_a_named_engine_with_a_refused_loop_is_a_sentence() -> None:
+    with pytest.raises(ValueError, match="rloop needs the granian engine"):
+        configs_for(["uvicorn"], ["rloop"], ["auto"])
+
+
+def test_parsers_apply_to_the_engine_that_has_a_choice() -> None:
+    configs = configs_for(list(loops.ENGINES), ["auto"], ["auto", "h11"])
+    assert {(c.engine, c.http) for c in configs} == {
+        ("uvicorn", "auto"), ("uvicorn", "h11"), ("granian", "auto")}
