@@ -8,7 +8,6 @@ from types import ModuleType
 
 import pytest
 
-from extensions.matrix import loops
 from tests import interpreters, project_envs, releases
 
 TEMPLATE_ROOT = Path(__file__).resolve().parents[1]
@@ -50,11 +49,6 @@ def require_interpreter(version: str) -> interpreters.Interpreter:
             pytest.fail(f"{message}; REQUIRED_PYTHONS lists it")
         pytest.skip(message)
     return found
-
-
-@pytest.fixture(scope="session")
-def matrix() -> ModuleType:
-    return loops
 
 
 def environment_for(version: str, pyproject: Path) -> tuple[interpreters.Interpreter, Path]:
