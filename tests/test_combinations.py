@@ -1,4 +1,9 @@
-"""Every allowed answer combination renders, lints clean, passes its own tests, and boots."""
+"""Every allowed answer combination renders, lints clean, passes its own tests, and boots.
+
+The project's own tests boot both engines on the combination's loop and run the same
+request set (static file, WebSocket echo, forwarded headers) on each; the boot here
+checks what they do not: with no flags, the answers in .env and config.py are served.
+"""
 
 from __future__ import annotations
 
@@ -52,12 +57,8 @@ def test_combination(copie, cell: loops.MatrixCell) -> None:
     runner = interpreter.command([str(python)], project)
     with server_process.running_server(python=runner, cwd=project) as server:
         detail = httpx.get(f"{server.url}/health/detailed").json()
-        # Static file through the middleware, WebSocket echo, forwarded headers.
-        same = subprocess.run([*runner, "-m", "tests.request_set", server.url],
-                              cwd=project, capture_output=True, text=True, timeout=60)
     assert detail["engine"] == cell.engine
     assert detail["loop"] == expected_loop(cell)
     assert detail["loop_class"].startswith(loops.LOOPS[expected_loop(cell)].module + ".")
     assert detail["python"].startswith(cell.python + ".")
-    assert same.returncode == 0, same.stdout + same.stderr
     assert server.process.returncode in (0, -15)

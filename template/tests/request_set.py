@@ -49,13 +49,3 @@ def expected(*, proxy_trusted: bool) -> dict[str, Any]:
         "scheme": FORWARDED["X-Forwarded-Proto"] if proxy_trusted else "http",
     }
 
-
-if __name__ == "__main__":
-    # `python -m tests.request_set URL`: check a running server (the template's suite
-    # runs this against every rendered combination).
-    import sys
-
-    observed, wanted = observe(sys.argv[1]), expected(proxy_trusted=True)
-    differences = {k: (observed[k], wanted[k]) for k in wanted if observed[k] != wanted[k]}
-    print(differences or "same request set: ok")
-    sys.exit(1 if differences else 0)
