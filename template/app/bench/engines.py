@@ -61,6 +61,11 @@ class Round:
     def core_busy(self) -> float | None:
         return None if self.server_cpu_s is None else self.server_cpu_s / self.load.seconds
 
+    def figure(self, name: str) -> float | None:
+        """A figure of this round by name: its own, or its load result's."""
+        source = self if name in ("cpu_us_per_request", "core_busy") else self.load
+        return getattr(source, name)
+
 
 @dataclass
 class Measured:
@@ -68,11 +73,11 @@ class Measured:
     rounds: list[Round] = field(default_factory=list)
 
     def median(self, figure: str) -> float | None:
-        values = [v for r in self.rounds if (v := _figure(r, figure)) is not None]
+        values = [v for r in self.rounds if (v := r.figure(figure)) is not None]
         return statistics.median(values) if values else None
 
     def spread(self, figure: str) -> tuple[float, float] | None:
-        values = [v for r in self.rounds if (v := _figure(r, figure)) is not None]
+        values = [v for r in self.rounds if (v := r.figure(figure)) is not None]
         return (min(values), max(values)) if values else None
 
     @property
@@ -83,14 +88,6 @@ class Measured:
     def saturated(self) -> bool | None:
         busy = self.median("core_busy")
         return None if busy is None else busy >= SATURATED
-
-
-def _figure(result: Round, name: str) -> float | None:
-    if hasattr(result, name):
-        return getattr(result, name)
-    if name == "requests_per_second":
-        return result.load.requests_per_second
-    return getattr(result.load, name)
 
 
 def configs_for(engines: list[str], loop_names: list[str], parsers: list[str],

@@ -13,7 +13,6 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 Engine = Literal["uvicorn", "granian"]
-LoopName = Literal["auto", "asyncio", "uvloop", "rloop", "zuvloop"]
 PythonVersion = tuple[int, int]
 
 PYTHON_VERSIONS: tuple[str, ...] = ("3.11", "3.12", "3.13", "3.14")
