@@ -7,7 +7,9 @@ from pathlib import Path
 from types import ModuleType
 
 import pytest
+import yaml
 
+from extensions.matrix import loops
 from tests import interpreters, project_envs, releases
 
 TEMPLATE_ROOT = Path(__file__).resolve().parents[1]
@@ -29,12 +31,24 @@ def load_template_module(relative: str) -> ModuleType:
 
 
 server_process = load_template_module("tests/server_process.py")
+drain = load_template_module("tests/drain.py")
+COPIER_YML = yaml.safe_load((TEMPLATE_ROOT / "copier.yml").read_text())
+# The questions' defaults as copier.yml states them (what `--defaults` renders).
+COPIER_DEFAULTS = {
+    name: spec["default"] for name, spec in COPIER_YML.items()
+    if isinstance(spec, dict) and "default" in spec and spec.get("when") is not False
+}
 
 
 def pytest_configure(config: pytest.Config) -> None:
     # Once, in the controller, before xdist workers collect the update test's tags.
     if not hasattr(config, "workerinput"):
         releases.ensure_tags(TEMPLATE_ROOT)
+
+
+def served_loop(loop_policy: str) -> str:
+    """The loop a project serves on: every environment installs uvloop, auto's first pick."""
+    return loop_policy if loop_policy != loops.AUTO else loops.AUTO_PREFERENCE[0]
 
 
 def require_interpreter(version: str) -> interpreters.Interpreter:

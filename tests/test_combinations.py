@@ -15,15 +15,10 @@ import httpx
 import pytest
 
 from extensions.matrix import loops
-from tests.conftest import environment_for, server_process
+from tests.conftest import environment_for, served_loop, server_process
 
 RUFF = str(Path(sys.executable).with_name("ruff"))
 ALLOWED = [cell for cell in loops.matrix() if cell.allowed]
-
-
-def expected_loop(cell: loops.MatrixCell) -> str:
-    # Every Python's environment installs uvloop, the first `auto` preference.
-    return cell.loop if cell.loop != loops.AUTO else loops.AUTO_PREFERENCE[0]
 
 
 @pytest.mark.parametrize("cell", ALLOWED, ids=lambda c: f"{c.python}-{c.engine}-{c.loop}")
@@ -58,7 +53,7 @@ def test_combination(copie, cell: loops.MatrixCell) -> None:
     with server_process.running_server(python=runner, cwd=project) as server:
         detail = httpx.get(f"{server.url}/health/detailed").json()
     assert detail["engine"] == cell.engine
-    assert detail["loop"] == expected_loop(cell)
-    assert detail["loop_class"].startswith(loops.LOOPS[expected_loop(cell)].module + ".")
+    assert detail["loop"] == served_loop(cell.loop)
+    assert detail["loop_class"].startswith(loops.LOOPS[served_loop(cell.loop)].module + ".")
     assert detail["python"].startswith(cell.python + ".")
     assert server.process.returncode in (0, -15)

@@ -10,11 +10,10 @@ import pytest
 import yaml
 
 from extensions.matrix import loops
-from tests.conftest import TEMPLATE_ROOT
+from tests.conftest import COPIER_YML, TEMPLATE_ROOT
 
 COPIER = str(Path(sys.executable).with_name("copier"))
 REFUSED = [cell for cell in loops.matrix() if not cell.allowed]
-COPIER_YML = yaml.safe_load((TEMPLATE_ROOT / "copier.yml").read_text())
 
 
 def answers(cell: loops.MatrixCell) -> dict[str, str]:

@@ -15,7 +15,7 @@ import subprocess
 import pytest
 
 from extensions.matrix import loops
-from tests.conftest import environment_for
+from tests.conftest import COPIER_DEFAULTS, environment_for
 
 
 def run_marked(copie, python_version: str | None, marker: str) -> str:
@@ -37,7 +37,7 @@ def run_marked(copie, python_version: str | None, marker: str) -> str:
     return run.stdout
 
 
-DEFAULT_PYTHON = "3.13"
+DEFAULT_PYTHON = COPIER_DEFAULTS["python_version"]
 WORKER_START_PYTHONS = [DEFAULT_PYTHON, loops.PYTHON_VERSIONS[-1]]
 
 

@@ -1,16 +1,14 @@
-"""The project's command line: `serve` and `engines`."""
+"""The project's command line: `serve`, `engines` and `bench`."""
 
 from __future__ import annotations
 
-from pathlib import Path
+from typing import NoReturn
 
 import typer
 from rich.console import Console
 from rich.table import Table
 
-from app.bench import drivers
-from app.bench.engines import configs_for
-from app.bench.route import Route, RouteError, parse_pairs
+from app.bench import command as bench_command
 from app.core import loops, matrix_markdown
 from app.core.config import PROJECT_SLUG, SettingsError, load_settings
 
@@ -63,55 +61,20 @@ def serve(
             log_level=log_level,
         )
     except SettingsError as error:
-        typer.echo(f"Cannot start: {error}", err=True)
-        raise typer.Exit(2) from None
-    server.serve(settings)
-
-
-bench = typer.Typer(help="Measure the engines on a route of this app.", no_args_is_help=True)
-cli.add_typer(bench, name="bench")
-
-
-@bench.command("engines")
-def bench_engines(
-    path: str = typer.Option("/health/", help="Route; {name} parts come from --path-param."),
-    path_param: list[str] = typer.Option([], help="NAME=VALUE for a {NAME} in --path."),
-    method: str = typer.Option("GET", help="HTTP method."),
-    payload: str | None = typer.Option(None, help="Request body."),
-    payload_file: Path | None = typer.Option(None, help="Request body from a file."),
-    header: list[str] = typer.Option([], help="'Name: value' (repeatable)."),
-    engine: list[str] = typer.Option([], help="Engine to measure (repeatable; default all)."),
-    loop: list[str] = typer.Option(
-        [], help="Loop (repeatable); 'all' sweeps what the matrix allows here. Default auto."),
-    http: list[str] = typer.Option([], help="uvicorn parser (repeatable). Default auto."),
-    driver: str = typer.Option("auto", help="auto (wrk, h2load, python), wrk, h2load, python, ab."),
-    connections: int = typer.Option(64, "-c", "--connections", min=1, help="Connections."),
-    duration: float = typer.Option(5.0, "--duration", min=1, help="Seconds per round."),
-    rounds: int = typer.Option(3, min=1, help="Rounds per configuration, interleaved."),
-    warmup: float = typer.Option(2.0, min=0, help="Seconds of load before counting."),
-    target: str | None = typer.Option(None, help="Measure this running server instead."),
-    json_file: Path | None = typer.Option(None, "--json", help="Write every figure here."),
-) -> None:
-    """Boot each engine and drive identical load at it; report what the engine changes."""
-    from app.bench import report
-
+        refuse(str(error))
     try:
-        body = payload_file.read_bytes() if payload_file else (payload or "").encode()
-        route = Route(path, dict(parse_pairs(path_param, "=", "--path-param")), method.upper(),
-                      tuple(parse_pairs(header, ":", "--header")), body)
-        route.path  # noqa: B018 - refuse a bad template before booting anything
-        chosen, skipped = drivers.choose(driver, route)
-        configs = [] if target else configs_for(
-            engine or list(loops.ENGINES), loop or [loops.AUTO], http or [loops.AUTO],
-            skip_refused=not engine)
-    except (RouteError, drivers.DriverError, ValueError, OSError) as error:
-        typer.echo(f"Cannot bench: {error}", err=True)
-        raise typer.Exit(2) from None
-    failed = report.run_and_report(
-        configs, route, chosen, skipped, connections=connections, seconds=duration,
-        rounds=rounds, warmup=warmup, target=target, json_file=json_file,
-    )
-    raise typer.Exit(1 if failed else 0)
+        address = server.listen_address(settings.host, settings.port)
+    except server.ListenError as error:
+        refuse(str(error))
+    server.serve(settings.model_copy(update={"host": address}))
+
+
+def refuse(sentence: str) -> NoReturn:
+    typer.echo(f"Cannot start: {sentence}", err=True)
+    raise typer.Exit(2)
+
+
+cli.add_typer(bench_command.bench, name="bench")
 
 
 @cli.command()

@@ -1,4 +1,4 @@
-"""The FastAPI application factory (engines import it as `app.main:create_app`)."""
+"""The FastAPI application factory (served through `app.core.server:create_served_app`)."""
 
 from __future__ import annotations
 

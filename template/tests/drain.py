@@ -11,9 +11,12 @@ from __future__ import annotations
 import asyncio
 import os
 import signal
+import subprocess
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 from urllib.parse import urlsplit
 
 
@@ -100,7 +103,7 @@ async def _connection(host: str, port: int, request: bytes, stop_at: float,
         writer.close()
 
 
-async def _run(url: str, pid: int, connections: int, signal_after: float,
+async def _run(url: str, stop: Callable[[], object], connections: int, signal_after: float,
                duration: float, keep_alive: bool) -> tuple[float, list[Outcome]]:
     parts = urlsplit(url)
     close = "" if keep_alive else "Connection: close\r\n"
@@ -114,21 +117,36 @@ async def _run(url: str, pid: int, connections: int, signal_after: float,
              for _ in range(connections)]
     await asyncio.sleep(signal_after)
     signal_at = time.monotonic()
-    os.kill(pid, signal.SIGTERM)
+    stop()
     await asyncio.gather(*tasks)
     return signal_at, outcomes
 
 
-def drive_and_terminate(url: str, process, *, connections: int = 64, signal_after: float = 1.0,
-                        duration: float = 3.0, grace: float = 15.0,
-                        keep_alive: bool = True) -> DrainReport:
-    """Load `url` with `connections` connections, SIGTERM `process` after `signal_after` s."""
-    exited: list[float] = []
-    waiter = threading.Thread(target=lambda: (process.wait(), exited.append(time.monotonic())))
+def drive_and_stop(url: str, stop: Callable[[], object], wait: Callable[[], int | None], *,
+                   connections: int = 64, signal_after: float = 1.0, duration: float = 3.0,
+                   grace: float = 15.0, keep_alive: bool = True) -> DrainReport:
+    """Load `url` with `connections` connections; call `stop` after `signal_after` s.
+
+    `wait` blocks until the server has exited and returns its exit code.
+    """
+    exited: list[tuple[float, int | None]] = []
+
+    def wait_for_exit() -> None:
+        code = wait()
+        exited.append((time.monotonic(), code))
+
+    waiter = threading.Thread(target=wait_for_exit, daemon=True)
     waiter.start()
     signal_at, outcomes = asyncio.run(
-        _run(url, process.pid, connections, signal_after, duration, keep_alive)
+        _run(url, stop, connections, signal_after, duration, keep_alive)
     )
     waiter.join(timeout=grace)
-    exited_after = exited[0] - signal_at if exited else None
-    return DrainReport(signal_at, exited_after, process.returncode if exited else None, outcomes)
+    if not exited:
+        return DrainReport(signal_at, None, None, outcomes)
+    return DrainReport(signal_at, exited[0][0] - signal_at, exited[0][1], outcomes)
+
+
+def drive_and_terminate(url: str, process: subprocess.Popen[bytes], **load: Any) -> DrainReport:
+    """`drive_and_stop` with SIGTERM to `process` as the stop."""
+    return drive_and_stop(url, lambda: os.kill(process.pid, signal.SIGTERM), process.wait,
+                          **load)

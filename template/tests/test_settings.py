@@ -5,12 +5,13 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 from typer.testing import CliRunner
 
 from app.cli import cli
-from app.core import loops, server
+from app.core import config, loops, server
 from tests.server_process import PROJECT_DIR, free_port
 
 NOT_INSTALLED = next(
@@ -42,6 +43,10 @@ BAD_SETTINGS = [
     ({"WEBSERVER_ENGINE": "uvicorn", "WEBSERVER_HTTP": "httptools", "WEBSERVER_HTTP2": "true"},
      "HTTP/2 under uvicorn needs the zttp parser"),
     ({"WEBSERVER_ENGINE": "uvicorn", "WEBSERVER_HTTP2": "true"}, "needs the zttp parser"),
+    # A name that is not a setting would be ignored: refused, with the likely one.
+    ({"WEBSERVER_WORKER": "4"}, "WEBSERVER_WORKER (in the environment) is not a setting"
+     " of this service; did you mean WEBSERVER_WORKERS?"),
+    ({"WEBSERVER_FORWARDED_ALLOW_IPS": "10.0.0.0/8"}, "was renamed WEBSERVER_TRUSTED_PROXIES"),
 ]
 if loops.python_version() < (3, 14):
     BAD_SETTINGS.append(
@@ -70,6 +75,19 @@ def test_bad_setting_is_one_sentence_and_exit_2(
     assert result.stderr.startswith("Cannot start: ")
     assert sentence in result.stderr
     assert len(result.stderr.strip().splitlines()) == 1
+
+
+def test_a_misspelled_name_in_the_env_file_is_refused(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / ".env").write_text("WEBSERVER_ENGNE=granian\n")
+    assert config.unknown_settings_refusal() == (
+        "WEBSERVER_ENGNE (in .env) is not a setting of this service; "
+        "did you mean WEBSERVER_ENGINE?"
+    )
+    (tmp_path / ".env").write_text("WEBSERVER_ENGINE=granian\nOTHER_TOOL=1\n")
+    assert config.unknown_settings_refusal() is None
 
 
 def test_refusal_from_a_real_process_has_no_traceback() -> None:

@@ -2,16 +2,20 @@
 
 from __future__ import annotations
 
-from fastapi import APIRouter, WebSocket, WebSocketDisconnect
+from fastapi import APIRouter, WebSocket
 
 router = APIRouter()
 
 
 @router.websocket("/ws/echo")
 async def echo(websocket: WebSocket) -> None:
+    """Text comes back as text, bytes as bytes; the client's close ends the loop."""
     await websocket.accept()
-    try:
-        while True:
-            await websocket.send_text(await websocket.receive_text())
-    except WebSocketDisconnect:
-        pass
+    while True:
+        message = await websocket.receive()
+        if message["type"] == "websocket.disconnect":
+            return
+        if message.get("bytes") is not None:
+            await websocket.send_bytes(message["bytes"])
+        else:
+            await websocket.send_text(message.get("text") or "")

@@ -19,11 +19,10 @@ import subprocess
 import sys
 import tempfile
 import time
+import urllib.request
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-
-import httpx
 
 from app.bench import drivers
 from app.bench.process_cpu import tree_cpu_seconds
@@ -139,6 +138,15 @@ def _free_port() -> int:
         return sock.getsockname()[1]
 
 
+def answers(url: str) -> bool:
+    # urllib, not httpx: `bench engines` runs from a production install too.
+    try:
+        with urllib.request.urlopen(url, timeout=1) as response:
+            return response.status == 200
+    except OSError:
+        return False
+
+
 @contextlib.contextmanager
 def booted(config: Config, server_cores: set[int] | None) -> Iterator[tuple[str, int]]:
     """The project's own launcher on a free port; yields (base URL, pid)."""
@@ -156,9 +164,8 @@ def booted(config: Config, server_cores: set[int] | None) -> Iterator[tuple[str,
             if process.poll() is not None:
                 raise RuntimeError(f"{config.label} did not start: "
                                    f"{process.stderr.read().decode()[-1000:]}")  # type: ignore[union-attr]
-            with contextlib.suppress(httpx.TransportError):
-                if httpx.get(f"{url}/health/", timeout=1).status_code == 200:
-                    break
+            if answers(f"{url}/health/"):
+                break
             if time.monotonic() > deadline:
                 raise RuntimeError(f"{config.label} did not answer within 30 s")
             time.sleep(0.1)

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import platform
+import socket
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -14,9 +16,10 @@ from starlette.types import ASGIApp
 from app.core import loops
 from app.core.config import ENV_PREFIX, PROJECT_SLUG, Settings, get_settings
 
-APP_TARGET = "app.main:create_app"
-# granian has no proxy-headers option: its workers build the app through this factory.
-GRANIAN_APP_TARGET = "app.core.server:create_granian_app"
+# Both engines build the app through this factory, wrapped in the same proxy-headers
+# middleware, so a forwarded request gets the same answer on either (granian has no
+# option of its own, and its helper ignored X-Forwarded-Proto sent alone).
+APP_TARGET = "app.core.server:create_served_app"
 UVICORN_WS_PING_TIMEOUT = 20.0
 APP_DIR = Path(__file__).resolve().parents[1]
 
@@ -43,14 +46,73 @@ def publish(settings: Settings, loop: str) -> None:
     os.environ[f"{ENV_PREFIX}TRUSTED_PROXIES"] = settings.trusted_proxies
 
 
-def create_granian_app() -> ASGIApp:
-    """The app wrapped in granian's own proxy-headers middleware, as uvicorn applies its own."""
-    from granian.utils.proxies import wrap_asgi_with_proxy_headers
+def create_served_app() -> ASGIApp:
+    """The app behind uvicorn's proxy-headers middleware, whichever engine serves it."""
+    from uvicorn.middleware.proxy_headers import ProxyHeadersMiddleware
 
     from app.main import create_app
 
-    trusted = get_settings().trusted_proxies
-    return wrap_asgi_with_proxy_headers(create_app(), trusted_hosts=trusted)
+    return ProxyHeadersMiddleware(create_app(), trusted_hosts=get_settings().trusted_proxies)
+
+
+class ListenError(Exception):
+    """The engine could not listen where it was asked, as one sentence."""
+
+
+def listen_address(host: str, port: int) -> str:
+    """The numeric address to hand the engine, after a trial bind of host:port.
+
+    Both engines report these failures their own way (granian: a traceback and a Rust
+    backtrace, and no host names at all); the trial turns each into one sentence, the
+    same on both, and a name such as `localhost` into the address both accept.
+    """
+    reason = _listen_refusal(host, port)
+    if reason:
+        raise ListenError(reason)
+    return socket.getaddrinfo(host, port, type=socket.SOCK_STREAM,
+                              flags=socket.AI_PASSIVE)[0][4][0]
+
+
+def _listen_refusal(host: str, port: int) -> str | None:
+    try:
+        family, kind, proto, _, address = socket.getaddrinfo(
+            host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE
+        )[0]
+    except (socket.gaierror, UnicodeError):
+        return (
+            f"the host {host!r} cannot be resolved: give an address such as 127.0.0.1 or "
+            "0.0.0.0, or a name this machine resolves (--host, WEBSERVER_HOST)."
+        )
+    with socket.socket(family, kind, proto) as trial:
+        # As the engines bind: a port left in TIME_WAIT is free, a listening one is not.
+        trial.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            trial.bind(address)
+        except OSError as error:
+            return _bind_failure(host, port, error)
+    return None
+
+
+def _bind_failure(host: str, port: int, error: OSError) -> str:
+    where = "--port, WEBSERVER_PORT"
+    if error.errno == errno.EADDRINUSE:
+        return (
+            f"port {port} on {host} is already in use by another process: stop that "
+            f"process or choose another port ({where})."
+        )
+    if error.errno == errno.EADDRNOTAVAIL:
+        return (
+            f"the host {host!r} is not an address of this machine, so nothing can listen "
+            "on it: use 127.0.0.1, 0.0.0.0 or one of this machine's addresses "
+            "(--host, WEBSERVER_HOST)."
+        )
+    if error.errno == errno.EACCES:
+        return (
+            f"port {port} is a privileged port and this process (uid {os.getuid()}) may "
+            f"not listen on it: use a port of 1024 or above ({where}) and map the public "
+            "port to it in the proxy or container."
+        )
+    return f"cannot listen on {host}:{port}: {error.strerror or error} ({where})."
 
 
 def run_uvicorn(settings: Settings, loop: str) -> None:
@@ -70,8 +132,7 @@ def run_uvicorn(settings: Settings, loop: str) -> None:
         log_level=settings.log_level,
         access_log=False,
         timeout_graceful_shutdown=settings.graceful_timeout,
-        proxy_headers=True,
-        forwarded_allow_ips=settings.trusted_proxies,
+        proxy_headers=False,  # applied by create_served_app, as under granian
         ws_ping_interval=settings.ws_ping_interval or None,
         ws_ping_timeout=UVICORN_WS_PING_TIMEOUT if settings.ws_ping_interval else None,
     )
@@ -83,7 +144,7 @@ def run_granian(settings: Settings, loop: str) -> None:
     from granian.log import LogLevels
 
     Granian(
-        GRANIAN_APP_TARGET,
+        APP_TARGET,
         factory=True,
         address=settings.host,
         port=settings.port,
