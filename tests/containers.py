@@ -88,10 +88,10 @@ def running(image: str, name: str, container_port: int, host_port: int,
 def wait_until_serving(container: Container, timeout: float) -> None:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        with contextlib.suppress(OSError):
-            with urllib.request.urlopen(f"{container.url}/health/", timeout=1) as answer:
-                if answer.status == 200:
-                    return
+        with contextlib.suppress(OSError), \
+                urllib.request.urlopen(f"{container.url}/health/", timeout=1) as answer:
+            if answer.status == 200:
+                return
         if not container.inspect()["State"]["Running"]:
             break
         time.sleep(0.2)

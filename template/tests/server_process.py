@@ -45,12 +45,14 @@ def running_server(
     *,
     env: dict[str, str] | None = None,
     python: Sequence[str] = (sys.executable,),
+    program: Sequence[str] | None = None,
     cwd: Path = PROJECT_DIR,
     timeout: float = 20.0,
 ) -> Iterator[Server]:
-    """`python -m app serve ARGS` on 127.0.0.1 and a free port."""
+    """`python -m app serve ARGS` (or `PROGRAM serve ARGS`) on 127.0.0.1 and a free port."""
     port = free_port()
-    command = [*python, "-m", "app", "serve", "--host", "127.0.0.1", "--port", str(port), *args]
+    program = program or [*python, "-m", "app"]
+    command = [*program, "serve", "--host", "127.0.0.1", "--port", str(port), *args]
     with tempfile.TemporaryDirectory() as logs:
         log = Path(logs) / "server.log"
         with log.open("wb") as sink:
