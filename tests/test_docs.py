@@ -14,7 +14,8 @@ from tests.conftest import TEMPLATE_ROOT
 BIN = Path(sys.executable).parent
 QUIET = {**os.environ, "NO_MKDOCS_2_WARNING": "1"}
 WORKFLOWS = [TEMPLATE_ROOT / ".github/workflows/ci.yml",
-             TEMPLATE_ROOT / "template/.github/workflows/ci.yml"]
+             TEMPLATE_ROOT / "template/.github/workflows/ci.yml",
+             TEMPLATE_ROOT / "template/.github/workflows/template-update.yml"]
 
 
 def build(root: Path, site: Path) -> subprocess.CompletedProcess[str]:
@@ -70,8 +71,9 @@ def test_workflows_validate_against_the_github_schema() -> None:
     assert result.returncode == 0, result.stdout + result.stderr
 
 
-def test_template_workflow_is_copied_verbatim(copie) -> None:
+def test_template_workflows_are_copied_verbatim(copie) -> None:
     result = copie.copy()
     assert result.exit_code == 0, result.exception
-    rendered = result.project_dir / ".github/workflows/ci.yml"
-    assert rendered.read_text() == WORKFLOWS[1].read_text()
+    for workflow in WORKFLOWS[1:]:
+        rendered = result.project_dir / ".github/workflows" / workflow.name
+        assert rendered.read_text() == workflow.read_text()

@@ -9,7 +9,10 @@ from fastapi.staticfiles import StaticFiles
 
 from app.api import demo, echo, health
 from app.core.config import PROJECT_NAME
+from app.custom import MIDDLEWARE as CUSTOM_MIDDLEWARE
+from app.custom import customize
 from app.middleware import MIDDLEWARE
+from app.routes import discovered_routers
 
 STATIC_DIR = Path(__file__).parent / "static"
 
@@ -20,7 +23,12 @@ def create_app() -> FastAPI:
     app.include_router(echo.router)
     app.include_router(demo.router)
     app.mount("/static", StaticFiles(directory=STATIC_DIR), name="static")
+    # Yours (app/routes/, app/custom.py): files the template never writes after the
+    # first render, so `copier update` cannot conflict with them.
+    for router in discovered_routers():
+        app.include_router(router)
     # add_middleware wraps: add the innermost first so MIDDLEWARE[0] is outermost.
-    for middleware in reversed(MIDDLEWARE):
+    for middleware in reversed((*MIDDLEWARE, *CUSTOM_MIDDLEWARE)):
         app.add_middleware(middleware)
+    customize(app)
     return app

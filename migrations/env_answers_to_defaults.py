@@ -1,0 +1,82 @@
+"""Copier migration to 0.4.0: `.env` keeps only the values the user chose.
+
+Up to 0.3.0 `.env` was rendered with every setting, the Copier answers included, and
+`copier update` never touches it, so a changed answer never took effect. From 0.4.0
+the answers are config.py's defaults and `.env` holds overrides only. Run before the
+update, while the answers file still holds the answers `.env` was rendered from: a
+value equal to what the old release wrote is the answer's and is dropped; any other
+value is the user's and stays. Idempotent: a file with no such value is left as it is.
+
+Usage: env_answers_to_defaults.py ANSWERS_FILE NEW_ENV_TEMPLATE [ENV_FILE]
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+from pathlib import Path
+
+import yaml
+
+# What releases 0.1.0-0.3.0 wrote into .env: a fixed value, or the answer named in {}.
+RENDERED = {
+    "WEBSERVER_ENGINE": "{default_engine}",
+    "WEBSERVER_LOOP": "{loop_policy}",
+    "WEBSERVER_PORT": "{port}",
+    "WEBSERVER_WORKERS": "{workers}",
+    "WEBSERVER_HTTP": "auto",
+    "WEBSERVER_HTTP2": "false",
+    "WEBSERVER_WS_PING_INTERVAL": "0",
+    "WEBSERVER_FORWARDED_ALLOW_IPS": "127.0.0.1",
+    "WEBSERVER_TRUSTED_PROXIES": "127.0.0.1",
+    "WEBSERVER_GRACEFUL_TIMEOUT": "30",
+    "WEBSERVER_HOST": "127.0.0.1",
+    "WEBSERVER_RELOAD": "false",
+    "WEBSERVER_LOG_LEVEL": "info",
+}
+OLD_HEADER = (
+    "# Local settings for `make serve` and `",
+    "# .env.example lists every setting. Flags (`--engine`, `--loop`, ...) win over these.",
+)
+SETTING = re.compile(r"^\s*(?:export\s+)?([A-Za-z_][A-Za-z0-9_]*)=(.*)$")
+
+
+def answer_values(answers: dict[str, object]) -> dict[str, str]:
+    return {name: value.format(**{k: str(v) for k, v in answers.items()})
+            for name, value in RENDERED.items()}
+
+
+def migrate(text: str, answers: dict[str, object], header: str) -> tuple[str, list[str]]:
+    """The new .env text and the names dropped as the answers' own."""
+    rendered = answer_values(answers)
+    kept, dropped = [], []
+    for line in text.splitlines():
+        match = SETTING.match(line)
+        if match and rendered.get(match[1]) == match[2].strip().strip("'\""):
+            dropped.append(match[1])
+        elif not line.startswith(OLD_HEADER):
+            kept.append(line)
+    if not dropped:
+        return text, []
+    return header + "".join(f"{line}\n" for line in kept), dropped
+
+
+def main(argv: list[str]) -> int:
+    if len(argv) not in (2, 3):
+        print(__doc__.strip().splitlines()[-1], file=sys.stderr)
+        return 2
+    answers_file, env_template = Path(argv[0]), Path(argv[1])
+    env_file = Path(argv[2] if len(argv) == 3 else ".env")
+    if not env_file.exists() or not answers_file.exists():
+        return 0
+    answers = yaml.safe_load(answers_file.read_text()) or {}
+    text, dropped = migrate(env_file.read_text(), answers, env_template.read_text())
+    if dropped:
+        env_file.write_text(text)
+        print(f"{env_file}: {', '.join(dropped)} held the Copier answers' values and now "
+              "come from config.py, so a changed answer takes effect; your own values stay.")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
