@@ -73,8 +73,8 @@ def main(argv: list[str]) -> int:
     text, dropped = migrate(env_file.read_text(), answers, env_template.read_text())
     if dropped:
         env_file.write_text(text)
-        print(f"{env_file}: {', '.join(dropped)} held the Copier answers' values and now "
-              "come from config.py, so a changed answer takes effect; your own values stay.")
+        print(f"{env_file}: dropped {len(dropped)} values rendered from the Copier answers "
+              "(config.py holds them now, so a changed answer takes effect); yours stay.")
     return 0
 
 

@@ -1,22 +1,80 @@
-"""`copier update` from each earlier release to this working tree keeps the user's work."""
+"""`copier update` a user can trust, from every release and from the working tree.
+
+For representative answer sets, a project is rendered at each earlier release (and at
+this working tree), given the edits a user typically makes there, committed, and
+updated to this working tree with one answer changed, with Copier's own command line.
+Then: no conflict (or, from a release made before the extension points existed, at
+most one, reported with a non-zero exit), the user's edits kept, every other file as
+a fresh render, and the changed answer served by a booted server.
+"""
 
 from __future__ import annotations
 
 import subprocess
+import sys
 from pathlib import Path
 
+import httpx
 import pytest
 import yaml
 from packaging.version import Version
 
-from tests.conftest import TEMPLATE_ROOT
+from tests.conftest import (
+    COPIER_DEFAULTS,
+    TEMPLATE_ROOT,
+    environment_for,
+    served_loop,
+    server_process,
+)
 from tests.releases import releases_before_head
 
-ANSWERS = {"project_name": "Update Me", "python_version": "3.12", "default_engine": "granian",
-           "loop_policy": "rloop", "port": 8123, "workers": 2}
+COPIER = str(Path(sys.executable).with_name("copier"))
+UV = str(Path(sys.executable).with_name("uv"))
+# name -> (answers, the one answer changed by the update)
+ANSWER_SETS = {
+    "defaults": ({}, {"default_engine": "granian"}),
+    "granian-rloop": ({"project_name": "Update Me", "python_version": "3.12",
+                       "default_engine": "granian", "loop_policy": "rloop", "port": 8123,
+                       "workers": 2}, {"loop_policy": "uvloop"}),
+    "py314-zuvloop": ({"python_version": "3.14", "loop_policy": "zuvloop"},
+                      {"loop_policy": "asyncio"}),
+}
+SOURCES = [*releases_before_head(TEMPLATE_ROOT), "HEAD"]
 USER_SECTION = "\n## Deploying at ACME\n\nBehind the ACME load balancer, on port 9100.\n"
+USER_DEPENDENCY = "tenacity>=8"
+USER_SETTING = "APP_GREETING=hi"  # read by the user's AppSettings (app/custom.py)
 RENAMED = ("WEBSERVER_FORWARDED_ALLOW_IPS", "WEBSERVER_TRUSTED_PROXIES", Version("0.2.0"))
 CONFLICT_MARKERS = ("<<<<<<< ", ">>>>>>> ")
+ROUTER = '''from fastapi import APIRouter
+
+router = APIRouter()
+
+
+@router.get("/items/ping")
+async def ping() -> dict[str, str]:
+    return {"pong": "kept"}
+'''
+SETTING_ROUTE = '''
+
+@router.get("/items/greeting")
+async def greeting() -> dict[str, str]:
+    from app.custom import get_app_settings
+
+    return {"greeting": get_app_settings().greeting}
+'''
+MIDDLEWARE = '''"""Marks every HTTP response: the user's own middleware."""
+
+from __future__ import annotations
+
+from starlette.types import Scope
+
+from app.middleware.start_headers import StartHeadersMiddleware
+
+
+class UserHeaderMiddleware(StartHeadersMiddleware):
+    def response_headers(self, scope: Scope) -> list[tuple[bytes, bytes]]:
+        return [(b"x-user", b"kept")]
+'''
 
 
 def git(project: Path, *args: str) -> None:
@@ -29,45 +87,119 @@ def files(root: Path) -> dict[str, str]:
             for p in sorted(root.rglob("*")) if p.is_file() and ".git" not in p.parts}
 
 
-@pytest.mark.parametrize("release", releases_before_head(TEMPLATE_ROOT))
-def test_update_keeps_user_edits_and_applies_the_template(copie, release: str) -> None:
-    old = copie.copy(extra_answers=ANSWERS, vcs_ref=release)
+def release_version(source: str) -> Version:
+    return Version("999") if source == "HEAD" else Version(source)
+
+
+def add_router_and_middleware(project: Path) -> set[str]:
+    """The user's router and middleware, where the project says they go; files touched."""
+    (project / "app/middleware/user_header.py").write_text(MIDDLEWARE)
+    if (project / "app/routes").is_dir():  # extension points: files the template never writes
+        (project / "app/routes/items.py").write_text(ROUTER + SETTING_ROUTE)
+        custom = project / "app/custom.py"
+        custom.write_text(
+            custom.read_text()
+            .replace("MIDDLEWARE: tuple[type, ...] = ()",
+                     "MIDDLEWARE: tuple[type, ...] = (UserHeaderMiddleware,)")
+            .replace("from pydantic_settings import BaseSettings, SettingsConfigDict\n",
+                     "from pydantic_settings import BaseSettings, SettingsConfigDict\n\n"
+                     "from app.middleware.user_header import UserHeaderMiddleware\n")
+            .replace('extra="ignore")\n', 'extra="ignore")\n\n    greeting: str = "hello"\n')
+        )
+        return {"app/routes/items.py", "app/middleware/user_header.py", "app/custom.py"}
+    # Before the extension points: registered in the template's own modules.
+    (project / "app/api/items.py").write_text(ROUTER)
+    main = project / "app/main.py"
+    text = main.read_text()
+    imports = next(line for line in text.splitlines() if line.startswith("from app.api import"))
+    main.write_text(text.replace(imports, imports + ", items").replace(
+        "    app.mount(", "    app.include_router(items.router)\n    app.mount("))
+    package = project / "app/middleware/__init__.py"
+    package.write_text(package.read_text().replace(
+        "MIDDLEWARE = (", "MIDDLEWARE = (UserHeaderMiddleware, ").replace(
+        "from app.middleware.security_headers import SecurityHeadersMiddleware\n",
+        "from app.middleware.security_headers import SecurityHeadersMiddleware\n"
+        "from app.middleware.user_header import UserHeaderMiddleware\n"))
+    return {"app/api/items.py", "app/middleware/user_header.py", "app/main.py",
+            "app/middleware/__init__.py"}
+
+
+
+@pytest.mark.parametrize("source", SOURCES)
+@pytest.mark.parametrize("answer_set", ANSWER_SETS)
+def test_update_keeps_user_work_and_serves_the_changed_answer(
+    copie, answer_set: str, source: str
+) -> None:
+    given, change = ANSWER_SETS[answer_set]
+    answers = {**COPIER_DEFAULTS, **given}
+    old = copie.copy(extra_answers=given, vcs_ref=source)
     assert old.exit_code == 0, old.exception
     project = old.project_dir
     git(project, "init", "-q")
     git(project, "add", "-A")
-    git(project, "commit", "-qm", f"Rendered from {release}")
+    git(project, "commit", "-qm", f"Rendered from {source}")
 
-    # The user's work: a README section (the template changes README too), local
-    # settings in the git-ignored .env, one of them under a name later renamed.
+    # The user's work: a router, a middleware, a setting, a dependency, a README section
+    # and local settings in the git-ignored .env (one under a name later renamed).
+    user_files = add_router_and_middleware(project)
+    subprocess.run([UV, "add", "--frozen", USER_DEPENDENCY], cwd=project, check=True,
+                   capture_output=True)
     readme = project / "README.md"
     readme.write_text(readme.read_text() + USER_SECTION)
-    git(project, "commit", "-qam", "Document our deployment")
+    git(project, "add", "-A")
+    git(project, "commit", "-qm", "Our work")
     env = project / ".env"
     old_name, new_name, renamed_in = RENAMED
-    migrated = Version(release) < renamed_in
-    user_setting = f"{old_name if migrated else new_name}=10.0.0.0/8"
-    env.write_text(env.read_text().replace("WEBSERVER_PORT=8123", "WEBSERVER_PORT=9100")
-                   + user_setting + "\n")
+    user_proxy = f"{old_name if release_version(source) < renamed_in else new_name}=10.0.0.0/8"
+    env.write_text("\n".join(
+        line for line in env.read_text().splitlines() if not line.startswith("WEBSERVER_PORT=")
+    ) + f"\nWEBSERVER_PORT=9100\n{user_proxy}\n{USER_SETTING}\n")
 
-    updated = copie.update(old, vcs_ref="HEAD")
-    assert updated.exit_code == 0, updated.exception
+    data = [arg for key, value in change.items() for arg in ("--data", f"{key}={value}")]
+    update = subprocess.run(
+        [COPIER, "update", "--trust", "--defaults", "--vcs-ref", "HEAD", *data],
+        cwd=project, capture_output=True, text=True, timeout=120,
+    )
+    report = update.stdout + update.stderr
+    got = files(project)
+    marked = sorted(name for name, text in got.items()
+                    if any(marker in text for marker in CONFLICT_MARKERS))
+    assert not any(name.endswith(".rej") for name in got), report
+    if marked:
+        # Never silent: reported by name, and the command fails.
+        assert update.returncode != 0, report
+        assert all(f"  {name}: conflict markers" in report for name in marked), report
+    assert marked == [], report  # no release so far leaves one with these edits
+    assert update.returncode == 0, report
 
-    fresh = copie.copy(extra_answers=ANSWERS, vcs_ref="HEAD")
+    fresh = copie.copy(extra_answers={**given, **change}, vcs_ref="HEAD")
     assert fresh.exit_code == 0, fresh.exception
-    got, want = files(project), files(fresh.project_dir)
-
-    for name, text in got.items():
-        assert not any(marker in text for marker in CONFLICT_MARKERS), f"conflict in {name}"
-        assert not name.endswith(".rej"), name
-    # Every template file is as this version renders it, the user's files aside.
-    for name in set(want) - {"README.md", ".env", ".copier-answers.yml"}:
+    want = files(fresh.project_dir)
+    user_owned = {"README.md", ".env", "pyproject.toml", ".copier-answers.yml", *user_files}
+    for name in set(want) - user_owned:
         assert got.get(name) == want[name], f"{name} differs from a fresh render"
     assert got["README.md"] == want["README.md"] + USER_SECTION
-    # .env is the user's: kept, with the renamed setting carried over by the migration.
-    assert "WEBSERVER_PORT=9100\n" in got[".env"]
-    assert f"{new_name}=10.0.0.0/8\n" in got[".env"]
-    assert f"\n{old_name}=" not in got[".env"]
-    # The answers file still records every answer.
+    pyproject = want["pyproject.toml"].replace(
+        '    "pydantic-settings>=2.6",\n',
+        f'    "pydantic-settings>=2.6",\n    "{USER_DEPENDENCY}",\n')
+    assert got["pyproject.toml"] == pyproject
+    # .env: the template's header and the user's values only (the answers are defaults).
+    assert got[".env"] == (
+        want[".env"] + f"WEBSERVER_PORT=9100\n{new_name}=10.0.0.0/8\n{USER_SETTING}\n")
     recorded = yaml.safe_load(got[".copier-answers.yml"])
-    assert {key: recorded.get(key) for key in ANSWERS} == ANSWERS
+    assert {key: recorded.get(key) for key in answers} == {**answers, **change}
+
+    # What runs: the changed answer, the user's router, middleware and setting.
+    served = {**answers, **change}
+    interpreter, python = environment_for(served["python_version"],
+                                          fresh.project_dir / "pyproject.toml")
+    runner = interpreter.command([str(python)], project)
+    with server_process.running_server(python=runner, cwd=project) as server:
+        detail = httpx.get(f"{server.url}/health/detailed").json()
+        ping = httpx.get(f"{server.url}/items/ping")
+        greeting = httpx.get(f"{server.url}/items/greeting")
+    assert (detail["engine"], detail["loop"]) == (
+        served["default_engine"], served_loop(served["loop_policy"]))
+    assert ping.json() == {"pong": "kept"} and ping.headers.get("x-user") == "kept"
+    if "app/custom.py" in user_files:
+        assert greeting.json() == {"greeting": "hi"}
