@@ -25,12 +25,13 @@ from jinja2 import pass_context
 from jinja2.ext import Extension
 from jinja2.runtime import Context
 
-MATRIX_PATH = Path(__file__).resolve().parents[1] / "template" / "app" / "core" / "loops.py"
+CORE = Path(__file__).resolve().parents[1] / "template" / "app" / "core"
 NAME_PATTERN = re.compile(r"[A-Za-z][A-Za-z0-9 _-]*")
 
 
-def load_matrix() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("_template_loops", MATRIX_PATH)
+def load_core_module(name: str) -> ModuleType:
+    """A plain-Python module of the project's `app/core`, loaded from the template."""
+    spec = importlib.util.spec_from_file_location(f"_template_{name}", CORE / f"{name}.py")
     assert spec and spec.loader
     module = importlib.util.module_from_spec(spec)
     sys.modules[spec.name] = module  # dataclasses resolve annotations through it
@@ -38,7 +39,8 @@ def load_matrix() -> ModuleType:
     return module
 
 
-loops = load_matrix()
+loops = load_core_module("loops")
+setting_specs = load_core_module("setting_specs")
 
 
 def slugify(name: str) -> str:
@@ -150,9 +152,22 @@ class AnswersCheck(ContextHook):
             raise UserMessageError(reason)
 
 
+@pass_context
+def env_example(context: Context) -> str:
+    """`.env.example`, from the settings' declaration and this project's answers."""
+    return setting_specs.env_example(dict(context.items()))
+
+
+@pass_context
+def settings_table(context: Context) -> str:
+    return setting_specs.markdown_table(dict(context.items()))
+
+
 class MatrixExtension(Extension):
     def __init__(self, environment: Any) -> None:
         super().__init__(environment)
         environment.globals["refusal"] = refusal
         environment.globals["check_command_line"] = check_command_line
+        environment.globals["env_example"] = env_example
+        environment.globals["settings_table"] = settings_table
         environment.filters["slugify"] = slugify

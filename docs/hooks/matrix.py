@@ -16,7 +16,8 @@ from types import ModuleType
 TEMPLATE = Path(__file__).resolve().parents[2] / "template"
 DOCS = Path(__file__).resolve().parents[1]
 # <!-- NAME:start --> ... <!-- NAME:end --> blocks, each filled by one function.
-BLOCK = re.compile(r"(<!-- (matrix|refusals):start -->\n).*?(<!-- \2:end -->)", re.DOTALL)
+BLOCK = re.compile(r"(<!-- (matrix|refusals|features|settings):start -->\n).*?(<!-- \2:end -->)",
+                   re.DOTALL)
 
 
 def _matrix_markdown() -> ModuleType:
@@ -25,14 +26,18 @@ def _matrix_markdown() -> ModuleType:
         # Always this template's copy, even if another `app` was imported before.
         for name in [n for n in sys.modules if n == "app" or n.startswith("app.")]:
             del sys.modules[name]
-        return importlib.import_module("app.core.matrix_markdown")
+        module = importlib.import_module("app.core.matrix_markdown")
+        importlib.import_module("app.core.setting_specs")
+        return module
     finally:
         sys.path.remove(str(TEMPLATE))
 
 
 def fill(markdown: str) -> str:
     module = _matrix_markdown()
-    blocks = {"matrix": module.tables, "refusals": module.refusals}
+    specs = importlib.import_module("app.core.setting_specs")
+    blocks = {"matrix": module.tables, "refusals": module.refusals,
+              "features": module.feature_table, "settings": specs.markdown_table}
     return BLOCK.sub(lambda m: m.group(1) + blocks[m.group(2)]() + m.group(3), markdown)
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import inspect
 from typing import NoReturn
 
 import typer
@@ -11,6 +12,7 @@ from rich.table import Table
 from app.bench import command as bench_command
 from app.core import loops, matrix_markdown
 from app.core.config import PROJECT_SLUG, SettingsError, load_settings
+from app.core.setting_specs import SETTINGS, SettingSpec
 
 cli = typer.Typer(
     name=PROJECT_SLUG,
@@ -20,46 +22,12 @@ cli = typer.Typer(
 )
 
 
-@cli.command()
-def serve(
-    engine: str | None = typer.Option(
-        None, help=f"ASGI server: {', '.join(loops.ENGINES)} [env WEBSERVER_ENGINE]."
-    ),
-    loop: str | None = typer.Option(
-        None,
-        help=f"Event loop: {', '.join(loops.LOOP_POLICIES)}; `{PROJECT_SLUG} engines` "
-        "shows what each engine accepts here [env WEBSERVER_LOOP].",
-    ),
-    http: str | None = typer.Option(
-        None,
-        help=f"uvicorn's HTTP parser: {', '.join(loops.HTTP_POLICIES)} [env WEBSERVER_HTTP].",
-    ),
-    http2: bool | None = typer.Option(
-        None, "--http2/--no-http2", help="Also answer cleartext HTTP/2 [env WEBSERVER_HTTP2]."
-    ),
-    host: str | None = typer.Option(None, help="Bind address [env WEBSERVER_HOST]."),
-    port: int | None = typer.Option(None, help="Port [env WEBSERVER_PORT]."),
-    workers: int | None = typer.Option(None, help="Worker processes [env WEBSERVER_WORKERS]."),
-    reload: bool | None = typer.Option(
-        None, "--reload/--no-reload", help="Restart on code changes [env WEBSERVER_RELOAD]."
-    ),
-    log_level: str | None = typer.Option(None, help="Log level [env WEBSERVER_LOG_LEVEL]."),
-) -> None:
+def serve(**flags: object) -> None:
     """Start the web server. Flags override the environment and .env for this run."""
     from app.core import server
 
     try:
-        settings = load_settings(
-            engine=engine,
-            loop=loop,
-            http=http,
-            http2=http2,
-            host=host,
-            port=port,
-            workers=workers,
-            reload=reload,
-            log_level=log_level,
-        )
+        settings = load_settings(**flags)
     except SettingsError as error:
         refuse(str(error))
     try:
@@ -67,6 +35,24 @@ def serve(
     except server.ListenError as error:
         refuse(str(error))
     server.serve(settings.model_copy(update={"host": address}))
+
+
+def _serve_option(spec: SettingSpec) -> inspect.Parameter:
+    # Parentheses, not brackets: rich would take "[env ...]" for markup and drop it.
+    accepts = f"{spec.accepts()}; " if spec.accepts() else ""
+    help_text = f"{spec.help} ({accepts}env {spec.env})"
+    declarations = [f"{spec.option}/--no-{spec.option[2:]}"] if spec.kind is bool else []
+    return inspect.Parameter(
+        spec.name, inspect.Parameter.KEYWORD_ONLY, annotation=spec.kind | None,
+        default=typer.Option(None, *declarations, help=help_text, show_default=False),
+    )
+
+
+# One option per declared setting, built from the declaration (app/core/setting_specs.py).
+SERVE_OPTIONS = [_serve_option(spec) for spec in SETTINGS]
+serve.__signature__ = inspect.Signature(SERVE_OPTIONS)  # type: ignore[attr-defined]
+serve.__annotations__ = {spec.name: spec.kind | None for spec in SETTINGS}
+cli.command()(serve)
 
 
 def refuse(sentence: str) -> NoReturn:

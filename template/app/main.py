@@ -12,6 +12,7 @@ from app.core.config import PROJECT_NAME
 from app.custom import MIDDLEWARE as CUSTOM_MIDDLEWARE
 from app.custom import customize
 from app.middleware import MIDDLEWARE
+from app.middleware.access_log import access_log_layer
 from app.routes import discovered_routers
 
 STATIC_DIR = Path(__file__).parent / "static"
@@ -27,8 +28,10 @@ def create_app() -> FastAPI:
     # first render, so `copier update` cannot conflict with them.
     for router in discovered_routers():
         app.include_router(router)
-    # add_middleware wraps: add the innermost first so MIDDLEWARE[0] is outermost.
-    for middleware in reversed((*MIDDLEWARE, *CUSTOM_MIDDLEWARE)):
+    # add_middleware wraps: add the innermost first so MIDDLEWARE[0] is outermost. The
+    # access log sits inside the request id (MIDDLEWARE[0]), whose id it writes.
+    layers = (*MIDDLEWARE[:1], *access_log_layer(), *MIDDLEWARE[1:], *CUSTOM_MIDDLEWARE)
+    for middleware in reversed(layers):
         app.add_middleware(middleware)
     customize(app)
     return app

@@ -74,10 +74,17 @@ def wait_until_serving(server: Server, timeout: float) -> None:
         if server.process.poll() is not None:
             raise BootError(f"server exited with {server.process.returncode}:\n{server.output()}")
         with contextlib.suppress(httpx.TransportError):
-            if httpx.get(f"{server.url}/health/", timeout=1).status_code == 200:
+            if httpx.get(f"{server.url}/health/", timeout=1).status_code == 200 and (
+                    all_workers_started(server.output())):
                 return
         time.sleep(0.1)
     raise BootError(f"server did not answer on {server.url} within {timeout} s:\n{server.output()}")
+
+
+def all_workers_started(log: str) -> bool:
+    """granian answers once one worker is up; a SIGTERM that lands while another is
+    still starting can leave granian 2.8 deaf to it, so tests stop it only after all."""
+    return log.count("Started worker-") >= log.count("Spawning worker-")
 
 
 def stop(server: Server, grace: float = 15.0) -> int:

@@ -99,3 +99,20 @@ def test_refusal_from_a_real_process_has_no_traceback() -> None:
     assert result.returncode == 2
     assert result.stderr.startswith("Cannot start: rloop needs the granian engine")
     assert "Traceback" not in result.stderr
+
+
+def test_every_setting_appears_wherever_it_must() -> None:
+    """Declared once: `serve --help`, .env.example and the README table all list it."""
+    from typer.testing import CliRunner
+
+    from app.cli import cli
+    from app.core.setting_specs import SETTINGS
+
+    project = Path(__file__).resolve().parents[1]
+    help_text = CliRunner().invoke(cli, ["serve", "--help"], env={"COLUMNS": "200"}).stdout
+    example = (project / ".env.example").read_text()
+    readme = (project / "README.md").read_text()
+    for spec in SETTINGS:
+        assert spec.option in help_text, spec.option
+        assert f"\n{spec.env}=" in example, spec.env
+        assert f"| `{spec.env}` |" in readme, spec.env

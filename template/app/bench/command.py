@@ -27,6 +27,8 @@ def bench_engines(
         [], help="Loop (repeatable); 'all' sweeps what the matrix allows here. Default auto."),
     http: list[str] = typer.Option([], help="uvicorn parser (repeatable). Default auto."),
     driver: str = typer.Option("auto", help="auto (wrk, h2load, python), wrk, h2load, python, ab."),
+    workers: int = typer.Option(1, min=1, max=64, help="Worker processes of each server; "
+                                "other settings come from the environment and .env."),
     connections: int = typer.Option(64, "-c", "--connections", min=1, help="Connections."),
     duration: float = typer.Option(5.0, "--duration", min=1, help="Seconds per round."),
     rounds: int = typer.Option(3, min=1, help="Rounds per configuration, interleaved."),
@@ -45,7 +47,7 @@ def bench_engines(
         chosen, skipped = drivers.choose(driver, route)
         configs = [] if target else configs_for(
             engine or list(loops.ENGINES), loop or [loops.AUTO], http or [loops.AUTO],
-            skip_refused=not engine)
+            skip_refused=not engine, workers=workers)
     except (RouteError, drivers.DriverError, ValueError, OSError) as error:
         typer.echo(f"Cannot bench: {error}", err=True)
         raise typer.Exit(2) from None

@@ -38,11 +38,13 @@ class Config:
     engine: str
     loop: str
     http: str = loops.AUTO
+    workers: int = 1
 
     @property
     def label(self) -> str:
         parser = loops.resolve_http(self.engine, self.http)
-        return f"{self.engine} / {loops.resolve(self.engine, self.loop)} / {parser}"
+        workers = f" / {self.workers} workers" if self.workers > 1 else ""
+        return f"{self.engine} / {loops.resolve(self.engine, self.loop)} / {parser}{workers}"
 
 
 @dataclass
@@ -90,7 +92,7 @@ class Measured:
 
 
 def configs_for(engines: list[str], loop_names: list[str], parsers: list[str],
-                skip_refused: bool = False) -> list[Config]:
+                skip_refused: bool = False, workers: int = 1) -> list[Config]:
     """Every asked-for engine x loop x parser the matrix allows on this Python.
 
     With `skip_refused` (no engine named), a loop only some engines run is measured on
@@ -112,7 +114,7 @@ def configs_for(engines: list[str], loop_names: list[str], parsers: list[str],
                 reason = loops.http_availability_refusal(engine, http)
                 if reason:
                     raise ValueError(reason)
-                config = Config(engine, loop, http)
+                config = Config(engine, loop, http, workers)
                 if config not in chosen:
                     chosen.append(config)
     if not chosen:
@@ -151,7 +153,7 @@ def answers(url: str) -> bool:
 def booted(config: Config, server_cores: set[int] | None) -> Iterator[tuple[str, int]]:
     """The project's own launcher on a free port; yields (base URL, pid)."""
     port = _free_port()
-    env = {**os.environ, "WEBSERVER_RELOAD": "false", "WEBSERVER_WORKERS": "1",
+    env = {**os.environ, "WEBSERVER_RELOAD": "false", "WEBSERVER_WORKERS": str(config.workers),
            "WEBSERVER_HTTP2": "false", "WEBSERVER_LOG_LEVEL": "warning"}
     argv = [sys.executable, "-m", "app", "serve", "--engine", config.engine, "--loop",
             config.loop, "--http", config.http, "--host", "127.0.0.1", "--port", str(port)]

@@ -24,17 +24,14 @@ class EngineSpec:
     """What an engine does differently from the other (measured, see docs/engines.md)."""
 
     name: Engine
-    summary: str
     parser_choice: bool  # takes an HTTP parser (WEBSERVER_HTTP)
-    ws_pings: bool  # can send WebSocket pings (WEBSERVER_WS_PING_INTERVAL)
-    pathsend: bool  # advertises http.response.pathsend
 
 
 ENGINE_SPECS: dict[str, EngineSpec] = {
     spec.name: spec
     for spec in (
-        EngineSpec("uvicorn", "Python + C", parser_choice=True, ws_pings=True, pathsend=False),
-        EngineSpec("granian", "Rust", parser_choice=False, ws_pings=False, pathsend=True),
+        EngineSpec("uvicorn", parser_choice=True),
+        EngineSpec("granian", parser_choice=False),
     )
 }
 ENGINES: tuple[Engine, ...] = tuple(ENGINE_SPECS)  # type: ignore[assignment]
@@ -224,16 +221,15 @@ class ParserSpec:
 
     name: str
     module: str
-    summary: str
     http2: bool = False
 
 
 HTTP_PARSERS: dict[str, ParserSpec] = {
     spec.name: spec
     for spec in (
-        ParserSpec("httptools", "httptools", "llhttp through Cython"),
-        ParserSpec("h11", "h11", "pure Python"),
-        ParserSpec("zttp", "zttp", "Zig; HTTP/1.1 and cleartext HTTP/2", http2=True),
+        ParserSpec("httptools", "httptools"),  # llhttp through Cython
+        ParserSpec("h11", "h11"),  # pure Python
+        ParserSpec("zttp", "zttp", http2=True),  # Zig; HTTP/1.1 and cleartext HTTP/2
     )
 }
 HTTP_POLICIES: tuple[str, ...] = (AUTO, *HTTP_PARSERS)
@@ -280,12 +276,71 @@ def resolve_http(engine: str, http: str = AUTO) -> str:
     )
 
 
-def ws_ping_refusal(engine: str, interval: float) -> str | None:
-    """WebSocket pings are off by default so both engines behave alike."""
-    if interval > 0 and not ENGINE_SPECS[engine].ws_pings:
-        pingers = _one_of([name for name, spec in ENGINE_SPECS.items() if spec.ws_pings])
-        return (
-            f"{engine} sends no WebSocket pings, so a ping interval cannot be honoured: "
-            f"set WEBSERVER_WS_PING_INTERVAL=0 or use {pingers}."
-        )
-    return None
+@dataclass(frozen=True)
+class FeatureSpec:
+    """How each engine honours a setting (app/core/setting_specs.py), or why it cannot."""
+
+    setting: str
+    # engine -> the engine's own option that carries the setting
+    honoured_by: dict[str, str]
+    # engine -> why it cannot (a measured reason, quoted in the refusal)
+    refused_because: dict[str, str] = field(default_factory=dict)
+    inactive: object = None  # the value that asks nothing of the engine
+
+
+FEATURES: dict[str, FeatureSpec] = {
+    spec.setting: spec
+    for spec in (
+        FeatureSpec("threads", {"granian": "runtime_threads"},
+                    {"uvicorn": "uvicorn runs each worker on one event-loop thread; scale "
+                                "it with WEBSERVER_WORKERS"}, inactive=1),
+        FeatureSpec("backlog", {"uvicorn": "backlog", "granian": "backlog"}),
+        FeatureSpec("max_concurrency",
+                    {"uvicorn": "limit_concurrency (503 past the cap)",
+                     "granian": "backpressure (requests past the cap wait)"}, inactive=0),
+        FeatureSpec("keepalive_timeout",
+                    {"uvicorn": "timeout_keep_alive",
+                     "granian": "http1_settings.header_read_timeout (also bounds the time "
+                                "to send a request's headers)"}),
+        FeatureSpec("websockets", {"uvicorn": "ws='none' when false",
+                                   "granian": "websockets"}),
+        FeatureSpec("ws_ping_interval", {"uvicorn": "ws_ping_interval, 20 s pong timeout"},
+                    {"granian": "granian sends no WebSocket pings"}, inactive=0),
+        FeatureSpec("worker_max_requests",
+                    {"uvicorn": "limit_max_requests + limit_max_requests_jitter (10 %), "
+                                "workers replaced by the launcher's supervisor"},
+                    {"granian": "granian 2.8 cannot recycle a worker by request count; "
+                                "WEBSERVER_WORKER_LIFETIME and WEBSERVER_WORKER_MAX_MEMORY "
+                                "recycle it by age and by memory"}, inactive=0),
+        FeatureSpec("worker_lifetime", {"granian": "workers_lifetime"},
+                    {"uvicorn": "uvicorn cannot recycle a worker by age; "
+                                "WEBSERVER_WORKER_MAX_REQUESTS recycles it by request count"},
+                    inactive=0),
+        FeatureSpec("worker_max_memory", {"granian": "workers_max_rss"},
+                    {"uvicorn": "uvicorn does not watch its workers' memory; "
+                                "WEBSERVER_WORKER_MAX_REQUESTS recycles them by request "
+                                "count"}, inactive=0),
+        FeatureSpec("respawn_failed_workers",
+                    {"uvicorn": "the launcher's supervisor (uvicorn's, with respawning made "
+                                "a choice)", "granian": "respawn_failed_workers"}),
+        FeatureSpec("access_log", {"uvicorn": "the app's access log middleware (uvicorn's "
+                                              "own off)",
+                                   "granian": "the app's access log middleware (granian's "
+                                              "own off)"}),
+        FeatureSpec("graceful_timeout", {"uvicorn": "timeout_graceful_shutdown",
+                                         "granian": "workers_kill_timeout"}),
+    )
+}
+
+
+def feature_refusal(engine: str, setting: str, value: object) -> str | None:
+    """Why `engine` cannot honour `setting` at `value` (one sentence), or None."""
+    spec = FEATURES.get(setting)
+    if spec is None or engine in spec.honoured_by or value == spec.inactive:
+        return None
+    env = f"WEBSERVER_{setting.upper()}"
+    shown = str(value).lower() if isinstance(value, bool) else value
+    return (
+        f"{env}={shown} cannot be honoured by {engine}: {spec.refused_because[engine]}; "
+        f"use {_one_of(list(spec.honoured_by))}, or set {env}={spec.inactive}."
+    )

@@ -72,7 +72,21 @@ def refusals() -> str:
                     loops.http_refusal(engine, loops.AUTO, http2))
                 if reason and reason not in sentences:
                     sentences.append(reason)
-        reason = loops.ws_ping_refusal(engine, 20.0)
-        if reason and reason not in sentences:
-            sentences.append(reason)
+        for feature in loops.FEATURES.values():
+            reason = loops.feature_refusal(engine, feature.setting, "N")
+            if reason and reason not in sentences:
+                sentences.append(reason)
     return "".join(f"- {sentence}\n" for sentence in sentences)
+
+
+def feature_table() -> str:
+    """Which engine honours each setting, and through which of its own options."""
+    lines = [_row(["setting", *loops.ENGINES]), _row(["---"] * (1 + len(loops.ENGINES)))]
+    for feature in loops.FEATURES.values():
+        cells = [f"`WEBSERVER_{feature.setting.upper()}`"]
+        for engine in loops.ENGINES:
+            how = feature.honoured_by.get(engine)
+            cells.append(f"`{how}`" if how and " " not in how else how or
+                         f"refused: {feature.refused_because[engine]}")
+        lines.append(_row(cells))
+    return "\n".join(lines) + "\n"

@@ -14,13 +14,15 @@ from pathlib import Path
 from starlette.types import ASGIApp
 
 from app.core import loops
-from app.core.config import ENV_PREFIX, PROJECT_SLUG, Settings, get_settings
+from app.core.config import PROJECT_SLUG, Settings, get_settings
+from app.core.setting_specs import BY_NAME, SETTINGS
 
 # Both engines build the app through this factory, wrapped in the same proxy-headers
 # middleware, so a forwarded request gets the same answer on either (granian has no
 # option of its own, and its helper ignored X-Forwarded-Proto sent alone).
 APP_TARGET = "app.core.server:create_served_app"
 UVICORN_WS_PING_TIMEOUT = 20.0
+GRANIAN_RSS_SAMPLE_SECONDS = 5
 APP_DIR = Path(__file__).resolve().parents[1]
 
 
@@ -39,11 +41,9 @@ def startup_line(settings: Settings, loop: str) -> str:
 def publish(settings: Settings, loop: str) -> None:
     # Workers and reloader children rebuild Settings from the environment, so they
     # must see this run's choices, command-line flags and the resolved `auto` included.
-    os.environ[f"{ENV_PREFIX}ENGINE"] = settings.engine
-    os.environ[f"{ENV_PREFIX}LOOP"] = loop
-    os.environ[f"{ENV_PREFIX}HTTP"] = settings.http
-    os.environ[f"{ENV_PREFIX}HTTP2"] = str(settings.http2).lower()
-    os.environ[f"{ENV_PREFIX}TRUSTED_PROXIES"] = settings.trusted_proxies
+    for spec in SETTINGS:
+        os.environ[spec.env] = spec.text(getattr(settings, spec.name))
+    os.environ[BY_NAME["loop"].env] = loop
 
 
 def create_served_app() -> ASGIApp:
@@ -115,10 +115,10 @@ def _bind_failure(host: str, port: int, error: OSError) -> str:
     return f"cannot listen on {host}:{port}: {error.strerror or error} ({where})."
 
 
-def run_uvicorn(settings: Settings, loop: str) -> None:
+def uvicorn_config(settings: Settings, loop: str):  # -> uvicorn.Config
     import uvicorn
 
-    uvicorn.run(
+    return uvicorn.Config(
         APP_TARGET,
         factory=True,
         host=settings.host,
@@ -129,8 +129,14 @@ def run_uvicorn(settings: Settings, loop: str) -> None:
         loop=loops.engine_value("uvicorn", loop),
         http=settings.http,
         http2=settings.http2,
+        ws="auto" if settings.websockets else "none",
         log_level=settings.log_level,
-        access_log=False,
+        access_log=False,  # the app's own access log, the same on both engines
+        backlog=settings.backlog,
+        limit_concurrency=settings.max_concurrency or None,
+        limit_max_requests=settings.worker_max_requests or None,
+        limit_max_requests_jitter=settings.worker_max_requests // 10,
+        timeout_keep_alive=settings.keepalive_timeout,
         timeout_graceful_shutdown=settings.graceful_timeout,
         proxy_headers=False,  # applied by create_served_app, as under granian
         ws_ping_interval=settings.ws_ping_interval or None,
@@ -138,9 +144,38 @@ def run_uvicorn(settings: Settings, loop: str) -> None:
     )
 
 
+def run_uvicorn(settings: Settings, loop: str) -> None:
+    import uvicorn
+    from uvicorn.config import STARTUP_FAILURE
+    from uvicorn.supervisors import ChangeReload
+
+    from app.core.uvicorn_supervisor import WorkerSupervisor
+
+    config = uvicorn_config(settings, loop)
+    server = uvicorn.Server(config)
+    # A supervisor whenever a worker may need replacing, one worker included; a single
+    # process otherwise, as uvicorn runs it.
+    supervised = (settings.workers > 1 or settings.worker_max_requests > 0
+                  or settings.respawn_failed_workers)
+    with contextlib.suppress(KeyboardInterrupt):
+        if settings.reload:
+            ChangeReload(config, target=server.run, sockets=[config.bind_socket()]).run()
+        elif supervised:
+            supervisor = WorkerSupervisor(config, sockets=[config.bind_socket()])
+            supervisor.respawn_failed = settings.respawn_failed_workers
+            supervisor.run()
+            if supervisor.failed:
+                sys.exit(1)
+        else:
+            server.run()
+            if not server.started:
+                sys.exit(STARTUP_FAILURE)
+
+
 def run_granian(settings: Settings, loop: str) -> None:
     from granian import Granian
     from granian.constants import HTTPModes, Interfaces, Loops
+    from granian.http import HTTP1Settings
     from granian.log import LogLevels
 
     Granian(
@@ -151,11 +186,22 @@ def run_granian(settings: Settings, loop: str) -> None:
         # granian's default interface is RSGI; FastAPI speaks ASGI.
         interface=Interfaces.ASGI,
         workers=settings.workers,
+        runtime_threads=settings.threads,
         loop=Loops(loops.engine_value("granian", loop)),
         # granian's auto answers HTTP/2 too; pin HTTP/1 unless asked, like uvicorn.
         http=HTTPModes.auto if settings.http2 else HTTPModes.http1,
+        websockets=settings.websockets,
+        backlog=settings.backlog,
+        backpressure=settings.max_concurrency or None,
+        # Its header read timeout also closes an idle keep-alive connection (measured).
+        http1_settings=HTTP1Settings(header_read_timeout=settings.keepalive_timeout * 1000),
         log_level=LogLevels(settings.log_level),
-        log_access=False,
+        log_access=False,  # the app's own access log, the same on both engines
+        respawn_failed_workers=settings.respawn_failed_workers,
+        workers_lifetime=settings.worker_lifetime or None,
+        workers_max_rss=settings.worker_max_memory or None,
+        # granian samples RSS every 30 s by default; a leak is caught sooner this way.
+        rss_sample_interval=GRANIAN_RSS_SAMPLE_SECONDS,
         workers_kill_timeout=settings.graceful_timeout,
     ).serve()
 

@@ -1,4 +1,8 @@
-"""Settings from the environment and `.env`, checked against the loop matrix."""
+"""Settings from the environment and `.env`, checked against the loop matrix.
+
+The fields are declared once, in app/core/setting_specs.py; this module builds the
+model from them and adds the checks that span several settings.
+"""
 
 from __future__ import annotations
 
@@ -7,58 +11,51 @@ import ipaddress
 import os
 from functools import lru_cache
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 from dotenv import dotenv_values
-from pydantic import Field, ValidationError, field_validator, model_validator
+from pydantic import Field, ValidationError, create_model, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from app.core import loops
+from app.core.answers import ANSWERS, PROJECT_NAME, PROJECT_SLUG
+from app.core.setting_specs import ENV_PREFIX, SETTINGS, SettingSpec
 
-PROJECT_NAME = "{{ project_name }}"
-PROJECT_SLUG = "{{ project_slug }}"
-LogLevel = Literal["critical", "error", "warning", "info", "debug"]
-ENV_PREFIX = "WEBSERVER_"
+__all__ = ["ENV_PREFIX", "PROJECT_NAME", "PROJECT_SLUG", "Settings", "get_settings"]
 ENV_FILE = ".env"
 # Names a template release renamed (`copier update` renames them inside .env; a name
 # set anywhere else, such as a container's environment, is refused with its new name).
 RENAMED_SETTINGS = {
     "WEBSERVER_FORWARDED_ALLOW_IPS": ("WEBSERVER_TRUSTED_PROXIES", "0.2.0"),
 }
+# granian refuses a shorter worker lifetime (2.8).
+GRANIAN_MIN_LIFETIME = 60
 
 
-class Settings(BaseSettings):
-    model_config = SettingsConfigDict(
-        env_prefix=ENV_PREFIX, env_file=ENV_FILE, extra="ignore"
-    )
+def _field(spec: SettingSpec) -> tuple[Any, Any]:
+    # Engine, loop and parser stay plain str: a wrong one gets the matrix's sentence,
+    # which names what the chosen engine accepts on this Python.
+    kind = Literal[spec.choices] if spec.choices else spec.kind
+    return kind, Field(default=spec.default_for(ANSWERS), ge=spec.minimum, le=spec.maximum,
+                       description=spec.help)
 
-    # str, not Literal: a wrong value must get the matrix's sentence, which names
-    # what the chosen engine accepts on this Python.
-    engine: str = "{{ default_engine }}"
-    loop: str = "{{ loop_policy }}"
-    host: str = "127.0.0.1"
-    port: int = Field(default={{ port }}, ge=1, le=65535)
-    workers: int = Field(default={{ workers }}, ge=1, le=64)
-    # uvicorn's HTTP parser: auto (uvicorn's choice: httptools, else h11), httptools,
-    # h11 or zttp. granian parses in Rust and takes no choice.
-    http: str = "auto"
-    http2: bool = False
-    # Seconds between WebSocket pings; 0 = none (granian sends none; uvicorn's own
-    # default of 20 s drops idle sockets behind proxies that swallow pongs).
-    ws_ping_interval: float = Field(default=0, ge=0)
-    # Proxies whose X-Forwarded-For/Proto are believed: addresses or networks, or *.
-    trusted_proxies: str = "127.0.0.1"
-    # Seconds a stopping server waits for in-flight requests before cutting them.
-    graceful_timeout: int = Field(default=30, ge=1, le=3600)
-    reload: bool = False
-    log_level: LogLevel = "info"
+
+_Declared: type[BaseSettings] = create_model(  # type: ignore[call-overload]
+    "_Declared", __base__=BaseSettings, **{spec.name: _field(spec) for spec in SETTINGS}
+)
+
+
+class Settings(_Declared):  # type: ignore[misc, valid-type]
+    model_config = SettingsConfigDict(env_prefix=ENV_PREFIX, env_file=ENV_FILE, extra="ignore")
 
     @model_validator(mode="after")
-    def _engine_can_run_loop(self) -> Settings:
+    def _engine_can_honour_every_setting(self) -> Settings:
         reason = (
             loops.availability_refusal(self.engine, self.loop)
             or loops.http_availability_refusal(self.engine, self.http, self.http2)
-            or loops.ws_ping_refusal(self.engine, self.ws_ping_interval)
+            or next((refusal for name in loops.FEATURES
+                     if (refusal := loops.feature_refusal(self.engine, name,
+                                                          getattr(self, name)))), None)
         )
         if reason:
             raise ValueError(reason)
@@ -66,6 +63,11 @@ class Settings(BaseSettings):
             raise ValueError(
                 f"{ENV_PREFIX}RELOAD and {ENV_PREFIX}WORKERS={self.workers} cannot be "
                 "combined: the reloader runs a single worker; drop one of them."
+            )
+        if self.engine == "granian" and 0 < self.worker_lifetime < GRANIAN_MIN_LIFETIME:
+            raise ValueError(
+                f"{ENV_PREFIX}WORKER_LIFETIME={self.worker_lifetime} is refused: granian "
+                f"recycles a worker after {GRANIAN_MIN_LIFETIME} seconds at the soonest."
             )
         return self
 
@@ -109,7 +111,7 @@ def describe(error: ValidationError) -> str:
 
 
 def setting_names() -> list[str]:
-    return [f"{ENV_PREFIX}{name.upper()}" for name in Settings.model_fields]
+    return [spec.env for spec in SETTINGS]
 
 
 def unknown_name_refusal(name: str, source: str) -> str | None:

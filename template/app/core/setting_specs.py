@@ -1,0 +1,141 @@
+"""Every setting, declared once: name, type, default, bounds and one line of help.
+
+The Settings model (config.py), the `serve` options, `.env.example`, the settings
+tables of the README and the docs, and what the launcher hands its workers are all
+derived from SETTINGS. Which engine honours which setting, and how, is in loops.py
+(FEATURES). Plain Python with no third-party imports: the template's Copier extension
+loads this file to render `.env.example` and the README before anything is installed.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+ENV_PREFIX = "WEBSERVER_"
+
+
+@dataclass(frozen=True)
+class Answer:
+    """A default that is a Copier answer (app/core/answers.py holds the project's)."""
+
+    question: str
+
+
+@dataclass(frozen=True)
+class SettingSpec:
+    name: str
+    kind: type  # str, int, float or bool
+    default: object  # a value, or an Answer
+    help: str  # what it controls, one line, no final period
+    minimum: float | None = None
+    maximum: float | None = None
+    choices: tuple[str, ...] = ()  # fixed choices; the matrix checks engine, loop, http
+
+    @property
+    def env(self) -> str:
+        return f"{ENV_PREFIX}{self.name.upper()}"
+
+    @property
+    def option(self) -> str:
+        return "--" + self.name.replace("_", "-")
+
+    def default_for(self, answers: dict[str, object]) -> object:
+        if isinstance(self.default, Answer):
+            return self.kind(answers[self.default.question])
+        return self.default
+
+    def text(self, value: object) -> str:
+        """A value as the environment and `.env` spell it."""
+        return str(value).lower() if self.kind is bool else str(value)
+
+    def accepts(self) -> str:
+        """What a valid value looks like, for help and refusals."""
+        if self.choices:
+            return " | ".join(self.choices)
+        if self.kind is bool:
+            return "true | false"
+        if self.kind is str:
+            return ""
+        def number(value: float) -> str:
+            return str(int(value)) if self.kind is int else f"{value:g}"
+
+        if self.minimum is not None and self.maximum is not None:
+            return f"{number(self.minimum)}-{number(self.maximum)}"
+        return f">= {number(self.minimum)}" if self.minimum is not None else ""
+
+
+LOG_LEVELS = ("critical", "error", "warning", "info", "debug")
+ACCESS_LOG_FORMATS = ("off", "text", "json")
+
+SETTINGS: tuple[SettingSpec, ...] = (
+    SettingSpec("engine", str, Answer("default_engine"), "ASGI server: uvicorn or granian"),
+    SettingSpec("loop", str, Answer("loop_policy"),
+                "event loop: auto (uvloop, else asyncio), asyncio, uvloop, rloop (granian), "
+                "zuvloop (uvicorn, Python 3.14+)"),
+    SettingSpec("http", str, "auto",
+                "uvicorn's HTTP parser: auto (httptools, else h11), httptools, h11, zttp"),
+    SettingSpec("http2", bool, False,
+                "also answer cleartext HTTP/2 (h2c); uvicorn needs the zttp parser"),
+    SettingSpec("host", str, "127.0.0.1", "bind address"),
+    SettingSpec("port", int, Answer("port"), "port", 1, 65535),
+    SettingSpec("workers", int, Answer("workers"), "worker processes", 1, 64),
+    SettingSpec("threads", int, 1, "runtime threads per worker (granian)", 1, 64),
+    SettingSpec("backlog", int, 2048, "listen backlog: connections queued before accept",
+                1, 65535),
+    SettingSpec("max_concurrency", int, 0,
+                "cap on concurrent requests per worker, 0 = none (uvicorn answers 503 "
+                "past it, granian queues)", 0, 1_000_000),
+    SettingSpec("keepalive_timeout", int, 5, "seconds an idle keep-alive connection stays open",
+                1, 3600),
+    SettingSpec("websockets", bool, True,
+                "serve WebSockets; false turns the subsystem off and refuses upgrades"),
+    SettingSpec("ws_ping_interval", float, 0.0,
+                "seconds between WebSocket pings, 0 = none (uvicorn)", 0, 3600),
+    SettingSpec("worker_max_requests", int, 0,
+                "recycle a worker after this many requests, plus up to 10 % jitter, "
+                "0 = never (uvicorn)", 0, 100_000_000),
+    SettingSpec("worker_lifetime", int, 0,
+                "recycle a worker after this many seconds, 0 = never (granian, 60 or more)",
+                0, 31_536_000),
+    SettingSpec("worker_max_memory", int, 0,
+                "recycle a worker whose RSS exceeds this many MiB, 0 = never (granian)",
+                0, 1_048_576),
+    SettingSpec("respawn_failed_workers", bool, False,
+                "replace a worker that dies; false (for an orchestrator that restarts the "
+                "container) stops the server instead"),
+    SettingSpec("access_log", str, "off",
+                "one line per request (time, client, method, path, status, duration, "
+                "request id)", choices=ACCESS_LOG_FORMATS),
+    SettingSpec("trusted_proxies", str, "127.0.0.1",
+                "proxies whose X-Forwarded-For/-Proto are believed: addresses, networks or *"),
+    SettingSpec("graceful_timeout", int, 30,
+                "seconds a stopping server waits for in-flight requests", 1, 3600),
+    SettingSpec("reload", bool, False, "restart on code changes (one worker)"),
+    SettingSpec("log_level", str, "info", "log level", choices=LOG_LEVELS),
+)
+BY_NAME = {spec.name: spec for spec in SETTINGS}
+
+
+def env_example(answers: dict[str, object]) -> str:
+    """`.env.example`: every setting with its help and default."""
+    lines = [
+        "# Every setting, with its default (the Copier answers among them). Put only the",
+        "# ones you change in .env; command-line flags of `serve` win over both.",
+    ]
+    for spec in SETTINGS:
+        accepts = f" ({spec.accepts()})" if spec.accepts() else ""
+        lines += [f"# {spec.help}{accepts}",
+                  f"{spec.env}={spec.text(spec.default_for(answers))}"]
+    return "\n".join(lines) + "\n"
+
+
+def markdown_table(answers: dict[str, object] | None = None) -> str:
+    """The settings table; without answers, answer defaults are named, not valued."""
+    rows = ["| setting | default | what it controls |", "|---|---|---|"]
+    for spec in SETTINGS:
+        if answers is None and isinstance(spec.default, Answer):
+            default = f"the `{spec.default.question}` answer"
+        else:
+            default = f"`{spec.text(spec.default_for(answers or {}))}`"
+        rows.append(f"| `{spec.env}` | {default} | {spec.help} |")
+    return "\n".join(rows) + "\n"
