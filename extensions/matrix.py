@@ -25,13 +25,18 @@ from jinja2 import pass_context
 from jinja2.ext import Extension
 from jinja2.runtime import Context
 
-CORE = Path(__file__).resolve().parents[1] / "template" / "app" / "core"
+TEMPLATE = Path(__file__).resolve().parents[1] / "template"
 NAME_PATTERN = re.compile(r"[A-Za-z][A-Za-z0-9 _-]*")
 
 
-def load_core_module(name: str) -> ModuleType:
-    """A plain-Python module of the project's `app/core`, loaded from the template."""
-    spec = importlib.util.spec_from_file_location(f"_template_{name}", CORE / f"{name}.py")
+def load_template_module(relative: str) -> ModuleType:
+    """A module of the generated project, loaded from the template by its path.
+
+    The one way the template's own tooling (this extension, its tests, the docs hook)
+    reads project code: the module must not import the `app` package at its top.
+    """
+    path = TEMPLATE / relative
+    spec = importlib.util.spec_from_file_location(f"_template_{path.stem}", path)
     assert spec and spec.loader
     module = importlib.util.module_from_spec(spec)
     sys.modules[spec.name] = module  # dataclasses resolve annotations through it
@@ -39,8 +44,8 @@ def load_core_module(name: str) -> ModuleType:
     return module
 
 
-loops = load_core_module("loops")
-setting_specs = load_core_module("setting_specs")
+loops = load_template_module("app/core/loops.py")
+setting_specs = load_template_module("app/core/setting_specs.py")
 
 
 def slugify(name: str) -> str:
@@ -88,6 +93,13 @@ def _loop_refusal(answers: dict[str, Any], loop: Any) -> str:
     return loops.refusal(answers["default_engine"], str(loop), python) or ""
 
 
+def short_reason(sentence: str) -> str:
+    """The head of a refusal, for an interactive prompt that cuts lines at 80 columns:
+    'rloop needs the granian engine: under uvicorn ...' -> 'rloop needs the granian
+    engine.' The whole sentence is what --data and the docs give."""
+    return re.split(r":| \(|;", sentence, maxsplit=1)[0].rstrip(".") + "." if sentence else ""
+
+
 def _given_on_command_line(context: Context) -> dict[str, Any]:
     conf = context.get("_copier_conf")
     return dict(conf["data"] or {}) if conf is not None else {}
@@ -123,7 +135,7 @@ def refusal(context: Context, question: str, value: Any) -> str:
             reason = _loop_refusal(answers, given)
             if reason:
                 raise UserMessageError(reason)
-        return _loop_refusal(answers, value)
+        return short_reason(_loop_refusal(answers, value))
     return VALUE_RULES[question](value)
 
 

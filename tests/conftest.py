@@ -1,15 +1,12 @@
 from __future__ import annotations
 
-import importlib.util
 import os
-import sys
 from pathlib import Path
-from types import ModuleType
 
 import pytest
 import yaml
 
-from extensions.matrix import loops
+from extensions.matrix import load_template_module, loops
 from tests import interpreters, project_envs, releases
 
 TEMPLATE_ROOT = Path(__file__).resolve().parents[1]
@@ -17,17 +14,6 @@ TEMPLATE_ROOT = Path(__file__).resolve().parents[1]
 REQUIRED_PYTHONS = os.environ.get("REQUIRED_PYTHONS", "").split()
 # The Pythons this run renders and boots (a CI job per Python sets one); default all.
 TEMPLATE_PYTHONS = os.environ.get("TEMPLATE_PYTHONS", "").split()
-
-
-def load_template_module(relative: str) -> ModuleType:
-    """A module of the rendered project's, loaded from the template itself."""
-    path = TEMPLATE_ROOT / "template" / relative
-    spec = importlib.util.spec_from_file_location(f"_template_{path.stem}", path)
-    assert spec and spec.loader
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
 
 
 server_process = load_template_module("tests/server_process.py")

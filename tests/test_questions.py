@@ -21,7 +21,10 @@ def answers(cell: loops.MatrixCell) -> dict[str, str]:
 
 
 def choice_values(question: str) -> tuple[str, ...]:
-    return tuple(str(choice["value"]) for choice in COPIER_YML[question]["choices"].values())
+    choices = COPIER_YML[question]["choices"]
+    if isinstance(choices, list):
+        return tuple(map(str, choices))
+    return tuple(str(c["value"] if isinstance(c, dict) else c) for c in choices.values())
 
 
 @pytest.mark.parametrize(

@@ -7,37 +7,28 @@ Markdown read on a forge shows it too. The template's tests check the block is c
 
 from __future__ import annotations
 
-import importlib
 import re
 import sys
 from pathlib import Path
-from types import ModuleType
 
-TEMPLATE = Path(__file__).resolve().parents[2] / "template"
-DOCS = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
+DOCS = ROOT / "docs"
 # <!-- NAME:start --> ... <!-- NAME:end --> blocks, each filled by one function.
 BLOCK = re.compile(r"(<!-- (matrix|refusals|features|settings):start -->\n).*?(<!-- \2:end -->)",
                    re.DOTALL)
 
 
-def _matrix_markdown() -> ModuleType:
-    sys.path.insert(0, str(TEMPLATE))
-    try:
-        # Always this template's copy, even if another `app` was imported before.
-        for name in [n for n in sys.modules if n == "app" or n.startswith("app.")]:
-            del sys.modules[name]
-        module = importlib.import_module("app.core.matrix_markdown")
-        importlib.import_module("app.core.setting_specs")
-        return module
-    finally:
-        sys.path.remove(str(TEMPLATE))
-
-
 def fill(markdown: str) -> str:
-    module = _matrix_markdown()
-    specs = importlib.import_module("app.core.setting_specs")
-    blocks = {"matrix": module.tables, "refusals": module.refusals,
-              "features": module.feature_table, "settings": specs.markdown_table}
+    # This checkout's template, read the one way the template's tooling reads it.
+    sys.path.insert(0, str(ROOT))
+    try:
+        from extensions.matrix import load_template_module, loops, setting_specs
+    finally:
+        sys.path.remove(str(ROOT))
+    tables = load_template_module("app/core/matrix_markdown.py")
+    blocks = {"matrix": lambda: tables.tables(loops), "refusals": lambda: tables.refusals(loops),
+              "features": lambda: tables.feature_table(loops),
+              "settings": setting_specs.markdown_table}
     return BLOCK.sub(lambda m: m.group(1) + blocks[m.group(2)]() + m.group(3), markdown)
 
 

@@ -71,7 +71,7 @@ def engines(
 ) -> None:
     """Show which loops each engine runs on this Python, and what `auto` picks."""
     if markdown:
-        typer.echo(matrix_markdown.tables(), nl=False)
+        typer.echo(matrix_markdown.tables(loops), nl=False)
         return
     python = loops.python_version()
     table = Table(title=f"Engines and loops on Python {loops.version_text(python)}")

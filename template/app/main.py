@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 
 from fastapi import FastAPI
@@ -13,12 +14,14 @@ from app.custom import MIDDLEWARE as CUSTOM_MIDDLEWARE
 from app.custom import customize
 from app.middleware import MIDDLEWARE
 from app.middleware.access_log import access_log_layer
+from app.middleware.start_headers import fused
 from app.routes import discovered_routers
 
 STATIC_DIR = Path(__file__).parent / "static"
 
 
-def create_app() -> FastAPI:
+def create_app(middleware: Sequence[type] | None = None) -> FastAPI:
+    """The app; `middleware` replaces the default stack (`bench app` compares them)."""
     app = FastAPI(title=PROJECT_NAME)
     app.include_router(health.router)
     app.include_router(echo.router)
@@ -30,8 +33,10 @@ def create_app() -> FastAPI:
         app.include_router(router)
     # add_middleware wraps: add the innermost first so MIDDLEWARE[0] is outermost. The
     # access log sits inside the request id (MIDDLEWARE[0]), whose id it writes.
-    layers = (*MIDDLEWARE[:1], *access_log_layer(), *MIDDLEWARE[1:], *CUSTOM_MIDDLEWARE)
-    for middleware in reversed(layers):
-        app.add_middleware(middleware)
+    # Header-only middleware next to each other run as one layer (start_headers.py).
+    layers = middleware if middleware is not None else (
+        *MIDDLEWARE[:1], *access_log_layer(), *MIDDLEWARE[1:], *CUSTOM_MIDDLEWARE)
+    for middleware in reversed(fused(layers)):
+        app.add_middleware(middleware)  # type: ignore[arg-type]
     customize(app)
     return app

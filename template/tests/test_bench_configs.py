@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from app.bench.engines import configs_for
+from app.bench.model import configs_for
 from app.core import loops
 
 PYTHON = loops.python_version()

@@ -20,6 +20,7 @@ from app.custom import MIDDLEWARE as CUSTOM_MIDDLEWARE
 from app.middleware import MIDDLEWARE
 from app.middleware.access_log import FORMATS as ACCESS_LOG_FORMATS
 from app.middleware.access_log import AccessLogMiddleware
+from app.middleware.start_headers import FusedStartHeaders, fused
 
 START = {"type": "http.response.start", "status": 200,
          "headers": [(b"content-type", b"text/plain"), (b"x-downstream", b"kept")]}
@@ -66,11 +67,13 @@ def drive(wrap: Any, *messages: dict[str, Any]) -> list[dict[str, Any]]:
 
 
 # Everything create_app may install: the template's, the access log formats, yours.
-INSTALLABLE = {*MIDDLEWARE, *ACCESS_LOG_FORMATS.values(), *CUSTOM_MIDDLEWARE}
+INSTALLABLE = {*MIDDLEWARE, *ACCESS_LOG_FORMATS.values(), *CUSTOM_MIDDLEWARE,
+               FusedStartHeaders}
 
 
 def stack(app: Any) -> Any:
-    for middleware in reversed((MIDDLEWARE[0], AccessLogMiddleware, *MIDDLEWARE[1:])):
+    """The stack as create_app builds it, access log on, header-only layers fused."""
+    for middleware in reversed(fused((MIDDLEWARE[0], AccessLogMiddleware, *MIDDLEWARE[1:]))):
         app = middleware(app)
     return app
 

@@ -5,5 +5,8 @@ drivers.py    load generators (wrk, h2load, the bundled Python driver, ab) and t
 pydriver.py   the bundled driver, run as its own process
 process_cpu.py  CPU time of a server's process tree, from /proc
 app_cost.py   the route's own cost, calling the ASGI app in-process (no sockets)
-engines.py    boots, warm-up, interleaved rounds, figures and the verdict
+command.py    the `bench` command line
+model.py      configurations, rounds and their figures
+harness.py    boots, warm-up, interleaved rounds
+verdict.py    the sentence a run ends with
 """

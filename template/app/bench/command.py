@@ -7,7 +7,7 @@ from pathlib import Path
 import typer
 
 from app.bench import drivers
-from app.bench.engines import configs_for
+from app.bench.model import configs_for
 from app.bench.route import Route, RouteError, parse_pairs
 from app.core import loops
 
@@ -56,3 +56,30 @@ def bench_engines(
         rounds=rounds, warmup=warmup, target=target, json_file=json_file,
     )
     raise typer.Exit(1 if failed else 0)
+
+
+@bench.command("app")
+def bench_app(
+    path: str = typer.Option("/health/", help="A GET route without path parameters."),
+    trials: int = typer.Option(15, min=1, help="Interleaved trials per variant."),
+    seconds: float = typer.Option(0.3, min=0.05, help="Seconds per trial."),
+) -> None:
+    """What this app's layers cost over bare FastAPI on one route, in-process."""
+    from rich.console import Console
+    from rich.table import Table
+
+    from app.bench import app_overhead
+
+    try:
+        measured = app_overhead.measure(Route(path), trials, seconds)
+    except (RouteError, ValueError) as error:
+        typer.echo(f"Cannot bench: {error}", err=True)
+        raise typer.Exit(2) from None
+    bare = measured[0].best_us or 1.0
+    table = Table(title=f"In-process CPU per request on {path} (lowest of {trials} trials)")
+    for column in ("variant", "µs CPU/request", "vs bare FastAPI"):
+        table.add_column(column)
+    for variant in measured:
+        cost = variant.best_us or 0.0
+        table.add_row(variant.name, f"{cost:.1f}", f"{cost / bare:.2f}x")
+    Console().print(table)

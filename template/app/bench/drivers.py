@@ -213,7 +213,8 @@ AUTO_ORDER: tuple[Driver, ...] = (Wrk(), H2load(), Python())
 ALL: dict[str, Driver] = {d.name: d for d in (*AUTO_ORDER, ApacheBench())}
 
 
-def choose(name: str, route: Route) -> tuple[Driver, list[str]]:
+def choose(name: str, route: Route,
+           order: tuple[Driver, ...] = AUTO_ORDER) -> tuple[Driver, list[str]]:
     """The driver to use, and why others were passed over (named in the output)."""
     skipped: list[str] = []
     if name != "auto":
@@ -223,7 +224,7 @@ def choose(name: str, route: Route) -> tuple[Driver, list[str]]:
         if not driver.can_send(route):
             raise DriverError(f"{name} cannot send {route.method} with this payload.")
         return driver, skipped
-    for driver in AUTO_ORDER:
+    for driver in order:
         if not driver.available():
             skipped.append(f"{driver.name}: not installed")
         elif not driver.can_send(route):

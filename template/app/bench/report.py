@@ -8,12 +8,14 @@ from pathlib import Path
 from rich.console import Console
 from rich.table import Table
 
-from app.bench import drivers, engines
+from app.bench import drivers, harness
 from app.bench.app_cost import app_cpu_us_per_request
+from app.bench.model import Config, Measured
 from app.bench.route import Route
+from app.bench.verdict import verdict
 
 
-def _cell(measured: engines.Measured, figure: str, fmt: str) -> str:
+def _cell(measured: Measured, figure: str, fmt: str) -> str:
     median, spread = measured.median(figure), measured.spread(figure)
     if median is None or spread is None:
         return "n/a"
@@ -22,7 +24,7 @@ def _cell(measured: engines.Measured, figure: str, fmt: str) -> str:
     return f"{format(median, fmt)} ({format(spread[0], fmt)}-{format(spread[1], fmt)})"
 
 
-def table(results: list[engines.Measured], driver: drivers.Driver) -> Table:
+def table(results: list[Measured], driver: drivers.Driver) -> Table:
     out = Table(title=f"median (min-max) of each configuration's rounds; driver: {driver.name}")
     for column in ("engine / loop / parser", "requests/s", "p50 ms", "p95 ms", "p99 ms",
                    "failed", "non-2xx", "server CPU µs/req", "server core busy"):
@@ -38,7 +40,7 @@ def table(results: list[engines.Measured], driver: drivers.Driver) -> Table:
     return out
 
 
-def as_json(results: list[engines.Measured], route: Route, driver: drivers.Driver,
+def as_json(results: list[Measured], route: Route, driver: drivers.Driver,
             app_cost_us: float | None, sentence: str) -> dict[str, object]:
     return {
         "route": {"method": route.method, "path": route.path},
@@ -60,7 +62,7 @@ def as_json(results: list[engines.Measured], route: Route, driver: drivers.Drive
     }
 
 
-def run_and_report(configs: list[engines.Config], route: Route, driver: drivers.Driver,
+def run_and_report(configs: list[Config], route: Route, driver: drivers.Driver,
                    skipped: list[str], *, connections: int, seconds: float, rounds: int,
                    warmup: float, target: str | None, json_file: Path | None) -> int:
     """Measure, print, write JSON; returns how many requests failed or were not 2xx."""
@@ -70,16 +72,16 @@ def run_and_report(configs: list[engines.Config], route: Route, driver: drivers.
     options = {"connections": connections, "seconds": seconds, "rounds": rounds,
                "warmup": warmup}
     if target:
-        results = engines.measure_target(target, route, driver, **options)
+        results = harness.measure_target(target, route, driver, **options)
         app_cost = None
     else:
-        results = engines.measure(configs, route, driver, **options)
+        results = harness.measure(configs, route, driver, **options)
         try:
             app_cost = app_cpu_us_per_request(route)
         except ValueError as error:  # the route fails in-process too: no share to report
             console.print(f"app alone: not measured ({error})")
             app_cost = None
-    sentence = engines.verdict(results, route, app_cost)
+    sentence = verdict(results, route, app_cost)
     console.print(table(results, driver))
     if app_cost is not None:
         console.print(f"app alone (in-process, no server): {app_cost:.1f} µs CPU per request")

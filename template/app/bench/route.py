@@ -37,10 +37,6 @@ class Route:
         filled = split.path.format(**{k: quote(v, safe="") for k, v in self.path_params.items()})
         return filled + (f"?{split.query}" if split.query else "")
 
-    @property
-    def is_plain_get(self) -> bool:
-        return self.method == "GET" and not self.body
-
 
 def parse_pairs(items: list[str], separator: str, what: str) -> list[tuple[str, str]]:
     pairs = []

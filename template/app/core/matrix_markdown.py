@@ -1,15 +1,19 @@
-"""The matrix as Markdown tables, for `engines --markdown` and the docs."""
+"""The matrix as Markdown tables, for `engines --markdown` and the docs.
+
+Each function takes the matrix module; the project passes its own `app.core.loops`,
+the docs hook the template's copy (loaded by path: nothing here imports `app`).
+"""
 
 from __future__ import annotations
 
-from app.core import loops
+from types import ModuleType
 
 
 def _row(cells: list[str]) -> str:
     return "| " + " | ".join(cells) + " |"
 
 
-def loop_table() -> str:
+def loop_table(loops: ModuleType) -> str:
     reasons: list[str] = []
     lines = [
         _row(["Python", "engine", *(f"`{name}`" for name in loops.LOOP_POLICIES)]),
@@ -32,7 +36,7 @@ def loop_table() -> str:
     return "\n".join([*lines, "", *notes])
 
 
-def parser_table() -> str:
+def parser_table(loops: ModuleType) -> str:
     lines = [
         _row(["engine", *(f"`{name}`" for name in loops.HTTP_POLICIES), "HTTP/2 (h2c)"]),
         _row(["---"] * (2 + len(loops.HTTP_POLICIES))),
@@ -52,11 +56,11 @@ def parser_table() -> str:
     return "\n".join(lines)
 
 
-def tables() -> str:
-    return "\n\n".join([loop_table(), parser_table()]) + "\n"
+def tables(loops: ModuleType) -> str:
+    return "\n\n".join([loop_table(loops), parser_table(loops)]) + "\n"
 
 
-def refusals() -> str:
+def refusals(loops: ModuleType) -> str:
     """Every sentence the matrix can refuse with (engine, loop, parser, pings), as a list."""
     sentences: list[str] = []
     for python in loops.PYTHON_VERSIONS:
@@ -79,7 +83,7 @@ def refusals() -> str:
     return "".join(f"- {sentence}\n" for sentence in sentences)
 
 
-def feature_table() -> str:
+def feature_table(loops: ModuleType) -> str:
     """Which engine honours each setting, and through which of its own options."""
     lines = [_row(["setting", *loops.ENGINES]), _row(["---"] * (1 + len(loops.ENGINES)))]
     for feature in loops.FEATURES.values():

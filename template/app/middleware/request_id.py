@@ -2,20 +2,25 @@
 
 from __future__ import annotations
 
+import os
 import re
-import uuid
 
 from starlette.types import Scope
 
-from app.middleware.start_headers import StartHeadersMiddleware
+from app.middleware.start_headers import Headers, StartHeadersMiddleware
 
 HEADER = b"x-request-id"
 ACCEPTED = re.compile(rb"[A-Za-z0-9._-]{1,128}")
 
 
 class RequestIdMiddleware(StartHeadersMiddleware):
-    def response_headers(self, scope: Scope) -> list[tuple[bytes, bytes]]:
-        given = dict(scope["headers"]).get(HEADER, b"")
-        request_id = given if ACCEPTED.fullmatch(given) else uuid.uuid4().hex.encode()
+    def response_headers(self, scope: Scope) -> Headers:
+        request_id = b""
+        for name, value in scope["headers"]:
+            if name == HEADER:
+                request_id = value if ACCEPTED.fullmatch(value) else b""
+                break
+        # 128 random bits, as hex: what uuid4().hex gives, at a third of its cost.
+        request_id = request_id or os.urandom(16).hex().encode()
         scope.setdefault("state", {})["request_id"] = request_id.decode()
         return [(HEADER, request_id)]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from starlette.types import Scope
 
-from app.middleware.start_headers import StartHeadersMiddleware
+from app.middleware.start_headers import Headers, StartHeadersMiddleware
 
 SECURITY_HEADERS = [
     (b"x-content-type-options", b"nosniff"),
@@ -14,5 +14,5 @@ SECURITY_HEADERS = [
 
 
 class SecurityHeadersMiddleware(StartHeadersMiddleware):
-    def response_headers(self, scope: Scope) -> list[tuple[bytes, bytes]]:
+    def response_headers(self, scope: Scope) -> Headers:
         return SECURITY_HEADERS

@@ -1,38 +1,25 @@
-"""Server-Timing for the time to the response start; the full time logged at the end.
+"""Server-Timing: the app's time from the request to the response start.
 
-The end of a response is a final body chunk or a pathsend: a middleware that waits
-for the final body alone never sees file responses finish under granian.
+The whole request's duration, a pathsend-ended file response included, is in the
+access log (WEBSERVER_ACCESS_LOG), which counts a pathsend as the end of a response.
 """
 
 from __future__ import annotations
 
-import logging
 import time
 
-from starlette.types import ASGIApp, Receive, Scope, Send
+from starlette.types import Scope
 
-from app.middleware.messages import Message, add_headers, is_response_end
+from app.middleware.start_headers import Headers, StartHeadersMiddleware
 
-logger = logging.getLogger("app.timing")
+STARTED = "timing_started"
 
 
-class TimingMiddleware:
-    def __init__(self, app: ASGIApp) -> None:
-        self.app = app
+class TimingMiddleware(StartHeadersMiddleware):
+    def response_headers(self, scope: Scope) -> Headers:
+        scope.setdefault("state", {})[STARTED] = time.perf_counter()
+        return []
 
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":
-            await self.app(scope, receive, send)
-            return
-        started = time.perf_counter()
-
-        async def send_timed(message: Message) -> None:
-            if message["type"] == "http.response.start":
-                elapsed_ms = (time.perf_counter() - started) * 1000
-                add_headers(message, [(b"server-timing", f"app;dur={elapsed_ms:.2f}".encode())])
-            await send(message)
-            if is_response_end(message):
-                total_ms = (time.perf_counter() - started) * 1000
-                logger.debug("%s %s done in %.2f ms", scope["method"], scope["path"], total_ms)
-
-        await self.app(scope, receive, send_timed)
+    def headers_at_start(self, scope: Scope) -> Headers:
+        elapsed_ms = (time.perf_counter() - scope["state"][STARTED]) * 1000
+        return [(b"server-timing", b"app;dur=%.2f" % elapsed_ms)]
