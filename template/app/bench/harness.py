@@ -24,6 +24,7 @@ from app.bench.model import Config, Measured, Round
 from app.bench.process_cpu import tree_cpu_seconds
 from app.bench.route import Route
 
+
 def cores() -> tuple[set[int] | None, set[int] | None]:
     available = sorted(os.sched_getaffinity(0))
     if len(available) < 2:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from app.bench.model import Measured
 from app.bench.route import Route
 
+
 def verdict(results: list[Measured], route: Route, app_cost_us: float | None) -> str:
     """One sentence: how far apart the engines are here, and what share is the server's."""
     ranked = sorted((m for m in results if m.median("requests_per_second")),

@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-from starlette.types import Scope
-
-from app.middleware.start_headers import Headers, StartHeadersMiddleware
+from app.middleware.start_headers import StartHeadersMiddleware
 
 SECURITY_HEADERS = [
     (b"x-content-type-options", b"nosniff"),
@@ -14,5 +12,4 @@ SECURITY_HEADERS = [
 
 
 class SecurityHeadersMiddleware(StartHeadersMiddleware):
-    def response_headers(self, scope: Scope) -> Headers:
-        return SECURITY_HEADERS
+    static_headers = SECURITY_HEADERS

@@ -9,23 +9,36 @@ Each class still works alone, and is tested alone, as plain ASGI middleware.
 from __future__ import annotations
 
 import abc
+import time
 from collections.abc import Iterable, Sequence
+from typing import ClassVar
 
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from app.middleware.messages import Message, add_headers
 
 Headers = list[tuple[bytes, bytes]]
+SERVER_TIMING = b"server-timing"
 
 
-class StartHeadersMiddleware(abc.ABC):
+class StartHeadersMiddleware(abc.ABC):  # noqa: B024 - abstract without abstract methods
+    """Override any of: `static_headers` (the same on every response),
+    `response_headers` (decided when the request arrives), `headers_at_start` (when
+    the response starts). The fused layer calls only what a class overrides, and
+    measures Server-Timing itself for a class that sets `server_timing`."""
+
+    static_headers: ClassVar[Headers] = []
+    server_timing: ClassVar[bool] = False
+    # The names response_headers and headers_at_start may add, when known in advance.
+    header_names: ClassVar[tuple[bytes, ...] | None] = None
+
     def __init__(self, app: ASGIApp) -> None:
         self.app = app
 
-    @abc.abstractmethod
     def response_headers(self, scope: Scope) -> Headers:
         """Headers for this request's response, decided when the request arrives (may
         also record things in scope)."""
+        return []
 
     def headers_at_start(self, scope: Scope) -> Headers:
         """Headers decided when the response starts (a duration, for one)."""
@@ -40,28 +53,46 @@ class FusedStartHeaders:
 
     def __init__(self, app: ASGIApp, providers: Sequence[StartHeadersMiddleware] = ()) -> None:
         self.app = app
-        self.providers = tuple(providers)
-        default = StartHeadersMiddleware.headers_at_start
-        self.late = tuple(p for p in self.providers if type(p).headers_at_start is not default)
+        # Looked up once, and only what each provider overrides: this runs per request.
+        self.static = [header for p in providers for header in p.static_headers]
+        self.early = tuple(p.response_headers for p in providers
+                           if _overrides(p, "response_headers"))
+        self.late = tuple(p.headers_at_start for p in providers
+                          if _overrides(p, "headers_at_start"))
+        self.timed = any(p.server_timing for p in providers)
+        dynamic = [p.header_names for p in providers
+                   if _overrides(p, "response_headers") or _overrides(p, "headers_at_start")]
+        self.names = None if None in dynamic else frozenset([
+            *(name for name, _ in self.static), *(n for names in dynamic for n in names or ()),
+            *([SERVER_TIMING] if self.timed else []),
+        ])
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
-        headers: Headers = []
-        for provider in self.providers:
-            headers += provider.response_headers(scope)
-        late = self.late
+        started = time.perf_counter() if self.timed else 0.0
+        headers = self.static
+        for early in self.early:
+            headers = headers + early(scope)
+        late, names = self.late, self.names
 
         async def send_with_headers(message: Message) -> None:
             if message["type"] == "http.response.start":
                 extra = headers
-                for provider in late:
-                    extra = extra + provider.headers_at_start(scope)
-                add_headers(message, extra)
+                if started:
+                    elapsed_ms = (time.perf_counter() - started) * 1000
+                    extra = [*extra, (SERVER_TIMING, b"app;dur=%.2f" % elapsed_ms)]
+                for at_start in late:
+                    extra = extra + at_start(scope)
+                add_headers(message, extra, names)
             await send(message)
 
         await self.app(scope, receive, send_with_headers)
+
+
+def _overrides(provider: StartHeadersMiddleware, method: str) -> bool:
+    return getattr(type(provider), method) is not getattr(StartHeadersMiddleware, method)
 
 
 def fused(layers: Iterable[type]) -> list[object]:
