@@ -20,7 +20,7 @@ from app.custom import MIDDLEWARE as CUSTOM_MIDDLEWARE
 from app.middleware import MIDDLEWARE
 from app.middleware.access_log import FORMATS as ACCESS_LOG_FORMATS
 from app.middleware.access_log import AccessLogMiddleware
-from app.middleware.start_headers import FusedStartHeaders, fused
+from app.middleware.start_headers import FusedStartHeaders, StartHeadersMiddleware, fused
 
 START = {"type": "http.response.start", "status": 200,
          "headers": [(b"content-type", b"text/plain"), (b"x-downstream", b"kept")]}
@@ -41,6 +41,7 @@ def discovered() -> list[type]:
         for _, obj in inspect.getmembers(module, inspect.isclass):
             # dir() of a class lists what it and its bases define, not what `type` does.
             asgi_callable = "__call__" in dir(obj) and not inspect.isabstract(obj)
+            asgi_callable = asgi_callable and obj is not StartHeadersMiddleware  # the base
             if obj.__module__ == module.__name__ and asgi_callable:
                 found.append(obj)
     return found
