@@ -175,6 +175,13 @@ def settings_table(context: Context) -> str:
     return setting_specs.markdown_table(dict(context.items()))
 
 
+@pass_context
+def setting_default(context: Context, name: str) -> str:
+    """A setting's default for these answers, as the environment spells it."""
+    spec = setting_specs.BY_NAME[name]
+    return spec.text(spec.default_for(dict(context.items())))
+
+
 class MatrixExtension(Extension):
     def __init__(self, environment: Any) -> None:
         super().__init__(environment)
@@ -182,4 +189,5 @@ class MatrixExtension(Extension):
         environment.globals["check_command_line"] = check_command_line
         environment.globals["env_example"] = env_example
         environment.globals["settings_table"] = settings_table
+        environment.globals["setting_default"] = setting_default
         environment.filters["slugify"] = slugify

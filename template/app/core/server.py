@@ -47,12 +47,15 @@ def publish(settings: Settings, loop: str) -> None:
 
 
 def create_served_app() -> ASGIApp:
-    """The app behind uvicorn's proxy-headers middleware, whichever engine serves it."""
+    """The app behind uvicorn's proxy-headers middleware, whichever engine serves it,
+    with the orchestrator's probes answered in front of both."""
     from uvicorn.middleware.proxy_headers import ProxyHeadersMiddleware
 
+    from app.core.probes import ProbeMiddleware
     from app.main import create_app
 
-    return ProxyHeadersMiddleware(create_app(), trusted_hosts=get_settings().trusted_proxies)
+    proxied = ProxyHeadersMiddleware(create_app(), trusted_hosts=get_settings().trusted_proxies)
+    return ProbeMiddleware(proxied)
 
 
 class ListenError(Exception):
