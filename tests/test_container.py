@@ -17,6 +17,7 @@ import urllib.request
 from pathlib import Path
 
 import pytest
+import yaml
 
 from extensions.matrix import loops, slugify
 from tests import containers
@@ -138,6 +139,8 @@ def test_image_builds_serves_and_drains(copie, answer_set: str) -> None:
                             env=switched) as container:
         assert detail(container.url)["engine"] == other
 
+    play_the_kubernetes_manifests(project, image, slug, port, other)
+
     # The image runs as uid 10001, which may not listen below 1024.
     for each in loops.ENGINES:
         refused = containers.run_once(
@@ -147,3 +150,39 @@ def test_image_builds_serves_and_drains(copie, answer_set: str) -> None:
         assert refused.returncode == 2, lines
         assert len(lines) == 1 and lines[0].startswith(
             "Cannot start: port 80 is a privileged port"), lines
+
+
+def play_the_kubernetes_manifests(project: Path, image: str, slug: str, port: int,
+                                  engine: str) -> None:
+    """`podman kube play` the rendered Deployment and ConfigMap on the image just built.
+
+    For this machine only: one replica (podman starts every replica on the same host
+    port), the port published on 127.0.0.1, and the ConfigMap naming the other engine,
+    so serving it proves the pods read the ConfigMap, not the image's defaults.
+    """
+    manifests = project / "deploy" / "kubernetes"
+    played = project / "played"
+    played.mkdir()
+    host_port = server_process.free_port()
+    deployment = yaml.safe_load((manifests / "deployment.yaml").read_text())
+    deployment["spec"]["replicas"] = 1
+    container = deployment["spec"]["template"]["spec"]["containers"][0]
+    container["ports"][0].update(hostPort=host_port, hostIP="127.0.0.1")
+    configmap = yaml.safe_load((manifests / "configmap.yaml").read_text())
+    configmap["data"].update(WEBSERVER_ENGINE=engine, WEBSERVER_LOOP="auto",
+                             WEBSERVER_GRACEFUL_TIMEOUT="2")
+    (played / "deployment.yaml").write_text(yaml.safe_dump(deployment))
+    (played / "configmap.yaml").write_text(yaml.safe_dump(configmap))
+    containers.podman("tag", image, f"localhost/{slug}:latest")
+    deployment_file = str(played / "deployment.yaml")
+    try:
+        containers.podman("kube", "play", "--configmap", str(played / "configmap.yaml"),
+                          deployment_file, timeout=120)
+        url = f"http://127.0.0.1:{host_port}"
+        containers.wait_until_serving(containers.Container(f"{slug}-pod-0-{slug}", url), 30)
+        with urllib.request.urlopen(f"{url}/livez", timeout=5) as answer:
+            assert answer.read() == b"ok"
+        assert detail(url)["engine"] == engine
+        assert port == container["ports"][0]["containerPort"]
+    finally:
+        containers.podman("kube", "down", deployment_file, check=False)

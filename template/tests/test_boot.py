@@ -24,8 +24,10 @@ def test_engine_serves_on_the_configured_loop(engine: str) -> None:
     loop = loop_for(engine)
     with running_server(["--engine", engine, "--loop", loop]) as server:
         detail = httpx.get(f"{server.url}/health/detailed").json()
+        probes = [httpx.get(f"{server.url}{path}").text for path in ("/livez", "/readyz")]
         observed = request_set.observe(server.url)
     assert observed == request_set.expected(proxy_trusted=True)
+    assert probes == ["ok", "ok"]  # answered before the app (app/core/probes.py)
     expected = loops.resolve(engine, loop)
     assert detail["engine"] == engine
     assert detail["loop"] == expected

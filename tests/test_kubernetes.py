@@ -1,0 +1,65 @@
+"""The rendered Kubernetes manifests: valid against a pinned Kubernetes version, and
+sized from the answers and the settings, never retyped. They are played with podman
+in tests/test_container.py, on the image built there.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+from extensions.matrix import setting_specs
+from tests.conftest import COPIER_DEFAULTS
+
+KUBERNETES_VERSION = "1.33.0"
+VALIDATE = str(Path(sys.executable).with_name("kubernetes-validate"))
+ANSWER_SETS = {
+    "defaults": {},
+    "granian-first": {"python_version": "3.14", "default_engine": "granian",
+                      "loop_policy": "uvloop", "port": 9000, "workers": 2},
+}
+
+
+def manifests(project: Path) -> dict[str, dict]:
+    return {doc["kind"]: doc for path in sorted((project / "deploy/kubernetes").glob("*.yaml"))
+            for doc in yaml.safe_load_all(path.read_text())}
+
+
+@pytest.mark.parametrize("answer_set", ANSWER_SETS)
+def test_manifests_validate_and_follow_the_answers(copie, answer_set: str) -> None:
+    given = ANSWER_SETS[answer_set]
+    answers = {**COPIER_DEFAULTS, **given}
+    result = copie.copy(extra_answers=given)
+    assert result.exit_code == 0, result.exception
+    files = sorted(str(p) for p in (result.project_dir / "deploy/kubernetes").glob("*.yaml"))
+    check = subprocess.run([VALIDATE, "-k", KUBERNETES_VERSION, "--strict", *files],
+                           capture_output=True, text=True)
+    assert check.returncode == 0, check.stdout + check.stderr
+
+    docs = manifests(result.project_dir)
+    assert set(docs) == {"ConfigMap", "Deployment", "Service", "PodDisruptionBudget",
+                         "HorizontalPodAutoscaler"}
+    config = docs["ConfigMap"]["data"]
+    assert config["WEBSERVER_ENGINE"] == answers["default_engine"]
+    assert config["WEBSERVER_LOOP"] == answers["loop_policy"]
+    assert config["WEBSERVER_PORT"] == str(answers["port"])
+    assert config["WEBSERVER_WORKERS"] == str(answers["workers"])
+    assert set(config) <= set(setting_specs.BY_NAME[name].env for name in setting_specs.BY_NAME)
+
+    pod = docs["Deployment"]["spec"]["template"]["spec"]
+    container = pod["containers"][0]
+    assert pod["securityContext"]["runAsUser"] == 10001 and pod["securityContext"]["runAsNonRoot"]
+    assert container["securityContext"]["readOnlyRootFilesystem"] is True
+    assert container["ports"][0]["containerPort"] == answers["port"]
+    pause = int(container["lifecycle"]["preStop"]["exec"]["command"][-1])
+    grace = int(config["WEBSERVER_GRACEFUL_TIMEOUT"])
+    assert pod["terminationGracePeriodSeconds"] > pause + grace
+    workers = answers["workers"]
+    assert container["resources"]["requests"]["cpu"] == f"{workers * 500}m"
+    assert container["resources"]["limits"]["cpu"] == f"{workers * 1000}m"
+    assert {container["livenessProbe"]["httpGet"]["path"],
+            container["readinessProbe"]["httpGet"]["path"]} == {"/livez", "/readyz"}
