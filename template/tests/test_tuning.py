@@ -8,6 +8,7 @@ import asyncio
 import json
 import os
 import re
+import shutil
 import signal
 import socket
 import subprocess
@@ -36,6 +37,7 @@ def port_of(url: str) -> int:
     return int(url.rsplit(":", 1)[1])
 
 
+@pytest.mark.skipif(shutil.which("ss") is None, reason="ss (iproute2) is not installed here")
 @pytest.mark.parametrize("engine", honouring("backlog"))
 def test_backlog_is_the_listen_queue(engine: str) -> None:
     with running_server(["--engine", engine, "--backlog", "1234"]) as server:
