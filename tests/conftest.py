@@ -18,6 +18,12 @@ TEMPLATE_PYTHONS = os.environ.get("TEMPLATE_PYTHONS", "").split()
 
 server_process = load_template_module("tests/server_process.py")
 drain = load_template_module("tests/drain.py")
+# The answer sets a deployment is checked with: the defaults and a granian-first one.
+DEPLOY_ANSWER_SETS: dict[str, dict[str, object]] = {
+    "defaults": {},
+    "granian-first": {"python_version": "3.14", "default_engine": "granian",
+                      "loop_policy": "uvloop", "port": 9000, "workers": 2},
+}
 COPIER_YML = yaml.safe_load((TEMPLATE_ROOT / "copier.yml").read_text())
 # The questions' defaults as copier.yml states them (what `--defaults` renders).
 COPIER_DEFAULTS = {
@@ -30,6 +36,13 @@ def pytest_configure(config: pytest.Config) -> None:
     # Once, in the controller, before xdist workers collect the update test's tags.
     if not hasattr(config, "workerinput"):
         releases.ensure_tags(TEMPLATE_ROOT)
+
+
+def rendered(copie, given: dict[str, object]) -> tuple[dict[str, object], Path]:
+    """Render with these answers; (every answer, defaults included; the project)."""
+    result = copie.copy(extra_answers=given)
+    assert result.exit_code == 0, result.exception
+    return {**COPIER_DEFAULTS, **given}, result.project_dir
 
 
 def served_loop(loop_policy: str) -> str:

@@ -22,8 +22,10 @@ RUFF = str(Path(sys.executable).with_name("ruff"))
 ALLOWED = [cell for cell in loops.matrix() if cell.allowed]
 # The project's own tests boot both engines on the project's loop policy, so two
 # combinations that differ only in the default engine run the same tests: run them for
-# the first combination of each Python and loop policy.
+# the first combination of each Python and loop policy. Only the boot tests depend on
+# the loop policy: the rest run once per Python, with the policy `auto`.
 OWN_TESTS = {(cell.python, cell.loop): cell for cell in reversed(ALLOWED)}
+LOOP_DEPENDENT_TESTS = ["tests/test_boot.py"]
 
 
 @pytest.mark.parametrize("cell", ALLOWED, ids=lambda c: f"{c.python}-{c.engine}-{c.loop}")
@@ -47,7 +49,8 @@ def test_combination(copie, cell: loops.MatrixCell) -> None:
         own_tests = subprocess.run(
             interpreter.command(
                 [str(python), "-m", "pytest", "-q", "-p", "no:cacheprovider",
-                 "-m", "not slow and not bench"],
+                 "-m", "not slow and not bench",
+                 *(LOOP_DEPENDENT_TESTS if cell.loop != loops.AUTO else [])],
                 project,
             ),
             cwd=project, capture_output=True, text=True, timeout=120,

@@ -22,8 +22,9 @@ import yaml
 from extensions.matrix import loops, slugify
 from tests import containers
 from tests.conftest import (
-    COPIER_DEFAULTS,
+    DEPLOY_ANSWER_SETS,
     drain,
+    rendered,
     require_interpreter,
     served_loop,
     server_process,
@@ -32,13 +33,10 @@ from tests.project_envs import UV, UV_ENV
 
 HADOLINT = str(Path(sys.executable).with_name("hadolint"))
 GRACE = 5  # WEBSERVER_GRACEFUL_TIMEOUT given to the drained container
-ANSWER_SETS = {
-    "defaults": {},  # locked, as after `make install`: the Dockerfile's UV_FROZEN path
-    # Unlocked, two workers (granian spawns them on 3.14).
-    "granian-first": {"python_version": "3.14", "default_engine": "granian",
-                      "loop_policy": "uvloop", "port": 9000, "workers": 2},
-    "python-3.12": {"python_version": "3.12"},  # no base image here: skipped, with why
-}
+# defaults: locked, as after `make install` (the Dockerfile's UV_FROZEN path);
+# granian-first: unlocked, two workers (granian spawns them on 3.14); python-3.12: no
+# base image here, skipped with why.
+ANSWER_SETS = {**DEPLOY_ANSWER_SETS, "python-3.12": {"python_version": "3.12"}}
 LOCKED = {"defaults"}
 
 
@@ -65,11 +63,7 @@ def container_lines(result: subprocess.CompletedProcess[str]) -> list[str]:
 
 @pytest.mark.parametrize("answer_set", ANSWER_SETS)
 def test_image_builds_serves_and_drains(copie, answer_set: str) -> None:
-    given = ANSWER_SETS[answer_set]
-    answers = {**COPIER_DEFAULTS, **given}
-    result = copie.copy(extra_answers=given)
-    assert result.exit_code == 0, result.exception
-    project = result.project_dir
+    answers, project = rendered(copie, ANSWER_SETS[answer_set])
     dockerfile = project / "Dockerfile"
     lint = subprocess.run([HADOLINT, "--no-color", str(dockerfile)],
                           capture_output=True, text=True)

@@ -13,15 +13,10 @@ import pytest
 import yaml
 
 from extensions.matrix import setting_specs
-from tests.conftest import COPIER_DEFAULTS
+from tests.conftest import DEPLOY_ANSWER_SETS, rendered
 
 KUBERNETES_VERSION = "1.33.0"
 VALIDATE = str(Path(sys.executable).with_name("kubernetes-validate"))
-ANSWER_SETS = {
-    "defaults": {},
-    "granian-first": {"python_version": "3.14", "default_engine": "granian",
-                      "loop_policy": "uvloop", "port": 9000, "workers": 2},
-}
 
 
 def manifests(project: Path) -> dict[str, dict]:
@@ -29,18 +24,15 @@ def manifests(project: Path) -> dict[str, dict]:
             for doc in yaml.safe_load_all(path.read_text())}
 
 
-@pytest.mark.parametrize("answer_set", ANSWER_SETS)
+@pytest.mark.parametrize("answer_set", DEPLOY_ANSWER_SETS)
 def test_manifests_validate_and_follow_the_answers(copie, answer_set: str) -> None:
-    given = ANSWER_SETS[answer_set]
-    answers = {**COPIER_DEFAULTS, **given}
-    result = copie.copy(extra_answers=given)
-    assert result.exit_code == 0, result.exception
-    files = sorted(str(p) for p in (result.project_dir / "deploy/kubernetes").glob("*.yaml"))
+    answers, project = rendered(copie, DEPLOY_ANSWER_SETS[answer_set])
+    files = sorted(str(p) for p in (project / "deploy/kubernetes").glob("*.yaml"))
     check = subprocess.run([VALIDATE, "-k", KUBERNETES_VERSION, "--strict", *files],
                            capture_output=True, text=True)
     assert check.returncode == 0, check.stdout + check.stderr
 
-    docs = manifests(result.project_dir)
+    docs = manifests(project)
     assert set(docs) == {"ConfigMap", "Deployment", "Service", "PodDisruptionBudget",
                          "HorizontalPodAutoscaler"}
     config = docs["ConfigMap"]["data"]
