@@ -43,7 +43,12 @@ WORKER_START_PYTHONS = [DEFAULT_PYTHON, loops.PYTHON_VERSIONS[-1]]
 
 @pytest.mark.parametrize("python_version", WORKER_START_PYTHONS)
 def test_drain_and_dev_reload(copie, python_version: str) -> None:
-    run_marked(copie, python_version, "slow")
+    run_marked(copie, python_version, "slow and not long")
+
+
+def test_worker_lifetime(copie) -> None:
+    """A minute of waiting, mostly idle: its own test, so xdist overlaps it with others."""
+    run_marked(copie, None, "long")
 
 
 def test_bench_drivers(copie) -> None:

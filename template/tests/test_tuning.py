@@ -1,5 +1,6 @@
 """Each production setting does what it says, on a real server, on each engine that
-honours it (the others refuse it: tests/test_settings.py). Slow: `pytest -m slow`.
+honours it (the others refuse it: tests/test_settings.py). Slow: `pytest -m slow`;
+the worker lifetime test waits a minute: `pytest -m long`.
 """
 
 from __future__ import annotations
@@ -93,9 +94,10 @@ def test_max_concurrency_past_the_cap(engine: str) -> None:
         assert statuses == [200] * 4 and seconds >= 2 * 0.2, (statuses, seconds)
 
 
-def _pids_under_load(url: str, requests: int, seconds: float) -> tuple[set[int], list[str]]:
+def _pids_under_load(url: str, requests: int, seconds: float,
+                     pause: float = 0.0) -> tuple[set[int], list[str]]:
     """A new connection per request, at least `requests` of them and for at least
-    `seconds`; the pids seen and every failure."""
+    `seconds` (`pause` between them); the pids seen and every failure."""
     pids, failures = set(), []
     deadline, sent = time.monotonic() + seconds, 0
     while sent < requests or time.monotonic() < deadline:
@@ -108,6 +110,7 @@ def _pids_under_load(url: str, requests: int, seconds: float) -> tuple[set[int],
                 pids.add(answer.json()["pid"])
         except httpx.TransportError as error:
             failures.append(repr(error))
+        time.sleep(pause)
     return pids, failures
 
 
@@ -134,6 +137,19 @@ def test_recycling_under_load_replaces_workers(
     print(f"{engine}: {recycles} recycles, {len(failures)} failed requests: {failures}")
     assert recycles >= 1, pids
     assert len(failures) <= lost_per_recycle * recycles, failures
+
+
+@pytest.mark.long
+@pytest.mark.parametrize("engine", honouring("worker_lifetime"))
+def test_a_worker_is_recycled_after_its_lifetime(engine: str) -> None:
+    """granian refuses a lifetime under 60 s, so this waits about a minute (idle)."""
+    args = ["--engine", engine, "--worker-lifetime", "60", "--respawn-failed-workers"]
+    with running_server(args) as server:
+        first = detail(server.url)["pid"]
+        pids, failures = _pids_under_load(server.url, 0, 75.0, pause=0.5)
+    print(f"{engine}: pids {sorted(pids)}, failures {failures}")
+    assert first in pids and len(pids) >= 2, pids
+    assert failures == [], failures
 
 
 @pytest.mark.parametrize("engine", honouring("respawn_failed_workers"))
