@@ -50,7 +50,7 @@ async def _call(app: Callable[..., Any], route: Route) -> int:
     return status
 
 
-async def _measure(app: Callable[..., Any], route: Route, seconds: float) -> tuple[float, int]:
+async def measure(app: Callable[..., Any], route: Route, seconds: float) -> tuple[float, int]:
     statuses = await asyncio.gather(*(_call(app, route) for _ in range(CONCURRENCY)))  # warm-up
     if not all(200 <= s < 300 for s in statuses):
         raise ValueError(f"{route.method} {route.path} answered {statuses[0]} in-process")
@@ -66,5 +66,5 @@ def app_cpu_us_per_request(route: Route, seconds: float = 1.0) -> float:
     """CPU microseconds one request costs the app itself (middleware included)."""
     from app.main import create_app
 
-    cost, _ = asyncio.run(_measure(create_app(), route, seconds))
+    cost, _ = asyncio.run(measure(create_app(), route, seconds))
     return cost

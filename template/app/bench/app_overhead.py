@@ -17,7 +17,7 @@ from typing import Any
 from fastapi import FastAPI
 from fastapi.routing import APIRoute
 
-from app.bench.app_cost import _measure
+from app.bench.app_cost import measure as measure_in_process
 from app.bench.route import Route, RouteError
 
 
@@ -66,6 +66,6 @@ def measure(route: Route, trials: int, seconds: float) -> list[Variant]:
     measured = variants(route)
     for _ in range(trials):
         for variant in measured:
-            cost, _ = asyncio.run(_measure(variant.app, route, seconds))
+            cost, _ = asyncio.run(measure_in_process(variant.app, route, seconds))
             variant.best_us = cost if variant.best_us is None else min(variant.best_us, cost)
     return measured

@@ -28,8 +28,6 @@ ENV_FILE = ".env"
 RENAMED_SETTINGS = {
     "WEBSERVER_FORWARDED_ALLOW_IPS": ("WEBSERVER_TRUSTED_PROXIES", "0.2.0"),
 }
-# granian refuses a shorter worker lifetime (2.8).
-GRANIAN_MIN_LIFETIME = 60
 
 
 def _field(spec: SettingSpec) -> tuple[Any, Any]:
@@ -63,11 +61,6 @@ class Settings(_Declared):  # type: ignore[misc, valid-type]
             raise ValueError(
                 f"{ENV_PREFIX}RELOAD and {ENV_PREFIX}WORKERS={self.workers} cannot be "
                 "combined: the reloader runs a single worker; drop one of them."
-            )
-        if self.engine == "granian" and 0 < self.worker_lifetime < GRANIAN_MIN_LIFETIME:
-            raise ValueError(
-                f"{ENV_PREFIX}WORKER_LIFETIME={self.worker_lifetime} is refused: granian "
-                f"recycles a worker after {GRANIAN_MIN_LIFETIME} seconds at the soonest."
             )
         return self
 

@@ -286,6 +286,8 @@ class FeatureSpec:
     # engine -> why it cannot (a measured reason, quoted in the refusal)
     refused_because: dict[str, str] = field(default_factory=dict)
     inactive: object = None  # the value that asks nothing of the engine
+    # engine -> the least value it accepts (besides `inactive`), and why
+    floor: dict[str, tuple[int, str]] = field(default_factory=dict)
 
 
 FEATURES: dict[str, FeatureSpec] = {
@@ -315,7 +317,9 @@ FEATURES: dict[str, FeatureSpec] = {
         FeatureSpec("worker_lifetime", {"granian": "workers_lifetime"},
                     {"uvicorn": "uvicorn cannot recycle a worker by age; "
                                 "WEBSERVER_WORKER_MAX_REQUESTS recycles it by request count"},
-                    inactive=0),
+                    inactive=0,
+                    floor={"granian": (60, "granian recycles a worker after 60 seconds "
+                                           "at the soonest")}),
         FeatureSpec("worker_max_memory", {"granian": "workers_max_rss"},
                     {"uvicorn": "uvicorn does not watch its workers' memory; "
                                 "WEBSERVER_WORKER_MAX_REQUESTS recycles them by request "
@@ -336,9 +340,14 @@ FEATURES: dict[str, FeatureSpec] = {
 def feature_refusal(engine: str, setting: str, value: object) -> str | None:
     """Why `engine` cannot honour `setting` at `value` (one sentence), or None."""
     spec = FEATURES.get(setting)
-    if spec is None or engine in spec.honoured_by or value == spec.inactive:
+    if spec is None or value == spec.inactive:
         return None
     env = f"WEBSERVER_{setting.upper()}"
+    if engine in spec.honoured_by:
+        least, why = spec.floor.get(engine, (None, ""))
+        if least is not None and isinstance(value, int) and value < least:
+            return f"{env}={value} is refused: {why}."
+        return None
     shown = str(value).lower() if isinstance(value, bool) else value
     return (
         f"{env}={shown} cannot be honoured by {engine}: {spec.refused_because[engine]}; "

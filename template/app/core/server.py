@@ -69,31 +69,23 @@ def listen_address(host: str, port: int) -> str:
     backtrace, and no host names at all); the trial turns each into one sentence, the
     same on both, and a name such as `localhost` into the address both accept.
     """
-    reason = _listen_refusal(host, port)
-    if reason:
-        raise ListenError(reason)
-    return socket.getaddrinfo(host, port, type=socket.SOCK_STREAM,
-                              flags=socket.AI_PASSIVE)[0][4][0]
-
-
-def _listen_refusal(host: str, port: int) -> str | None:
     try:
         family, kind, proto, _, address = socket.getaddrinfo(
             host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE
         )[0]
     except (socket.gaierror, UnicodeError):
-        return (
+        raise ListenError(
             f"the host {host!r} cannot be resolved: give an address such as 127.0.0.1 or "
             "0.0.0.0, or a name this machine resolves (--host, WEBSERVER_HOST)."
-        )
+        ) from None
     with socket.socket(family, kind, proto) as trial:
         # As the engines bind: a port left in TIME_WAIT is free, a listening one is not.
         trial.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         try:
             trial.bind(address)
         except OSError as error:
-            return _bind_failure(host, port, error)
-    return None
+            raise ListenError(_bind_failure(host, port, error)) from None
+    return address[0]
 
 
 def _bind_failure(host: str, port: int, error: OSError) -> str:

@@ -34,6 +34,7 @@ class StartHeadersMiddleware(abc.ABC):  # noqa: B024 - abstract without abstract
 
     def __init__(self, app: ASGIApp) -> None:
         self.app = app
+        self._alone: FusedStartHeaders | None = None
 
     def response_headers(self, scope: Scope) -> Headers:
         """Headers for this request's response, decided when the request arrives (may
@@ -45,7 +46,10 @@ class StartHeadersMiddleware(abc.ABC):  # noqa: B024 - abstract without abstract
         return []
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        await FusedStartHeaders(self.app, (self,))(scope, receive, send)
+        # Used alone (not fused by create_app): a layer of one, built on first use.
+        if self._alone is None:
+            self._alone = FusedStartHeaders(self.app, (self,))
+        await self._alone(scope, receive, send)
 
 
 class FusedStartHeaders:
