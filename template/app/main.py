@@ -10,7 +10,7 @@ from fastapi.staticfiles import StaticFiles
 
 from app.api import demo, echo, health
 from app.core.config import PROJECT_NAME
-from app.core.routing import inline_routers
+from app.core.routing import group_docs_routes, inline_routers
 from app.custom import MIDDLEWARE as CUSTOM_MIDDLEWARE
 from app.custom import customize
 from app.middleware import MIDDLEWARE
@@ -29,6 +29,7 @@ def create_app(middleware: Sequence[type] | None = None) -> FastAPI:
     app.include_router(demo.router)
     app.mount("/static", StaticFiles(directory=STATIC_DIR), name="static")
     inline_routers(app, (health.router, echo.router, demo.router))  # routing.py: why
+    group_docs_routes(app)
     # Yours (app/routes/, app/custom.py): files the template never writes after the
     # first render, so `copier update` cannot conflict with them.
     for router in discovered_routers():

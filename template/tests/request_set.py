@@ -24,6 +24,11 @@ def observe(base_url: str) -> dict[str, Any]:
     detail = httpx.get(f"{base_url}/health/detailed", headers=FORWARDED).json()
     proto_only = httpx.get(f"{base_url}/health/detailed", headers=PROTO_ONLY).json()
     redirect = httpx.get(f"{base_url}/health", headers=PROTO_ONLY)  # to /health/
+    # FastAPI's documentation routes sit in one entry of their own (app/core/routing.py).
+    docs = [httpx.request(method, f"{base_url}{path}").status_code
+            for method, path in (("GET", "/docs"), ("GET", "/redoc"),
+                                 ("GET", "/docs/oauth2-redirect"), ("POST", "/docs"))]
+    schema_paths = sorted(httpx.get(f"{base_url}/openapi.json").json()["paths"])
     ws_url = base_url.replace("http://", "ws://", 1) + "/ws/echo"
     with connect(ws_url, open_timeout=10, close_timeout=5) as websocket:
         websocket.send(ECHO)
@@ -44,6 +49,8 @@ def observe(base_url: str) -> dict[str, Any]:
         "scheme": detail["scheme"],
         "proto_only": (proto_only["client"], proto_only["scheme"]),
         "redirect_scheme": redirect.headers.get("location", "").partition(":")[0],
+        "docs": docs,
+        "schema_has_health": "/health/" in schema_paths,
     }
 
 
@@ -60,5 +67,7 @@ def expected(*, proxy_trusted: bool) -> dict[str, Any]:
         "scheme": FORWARDED["X-Forwarded-Proto"] if proxy_trusted else "http",
         "proto_only": ("127.0.0.1", "https" if proxy_trusted else "http"),
         "redirect_scheme": "https" if proxy_trusted else "http",
+        "docs": [200, 200, 200, 405],
+        "schema_has_health": True,
     }
 

@@ -25,6 +25,6 @@ class RequestIdMiddleware(StartHeadersMiddleware):
             # 128 random bits as hex, like uuid4().hex, without a system call per request
             # (random reseeds itself in forked workers). An id correlates log lines; it
             # is not a secret.
-            request_id = f"{random.getrandbits(128):032x}"
+            request_id = random.getrandbits(128).to_bytes(16).hex()
         scope.setdefault("state", {})["request_id"] = request_id
         return [(HEADER, request_id.encode())]

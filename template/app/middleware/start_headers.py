@@ -9,8 +9,8 @@ Each class still works alone, and is tested alone, as plain ASGI middleware.
 from __future__ import annotations
 
 import abc
-import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Awaitable, Iterable, Sequence
+from time import perf_counter
 from typing import ClassVar
 
 from starlette.types import ASGIApp, Receive, Scope, Send
@@ -22,14 +22,15 @@ SERVER_TIMING = b"server-timing"
 
 
 class StartHeadersMiddleware(abc.ABC):  # noqa: B024 - abstract without abstract methods
-    """Override any of: `static_headers` (the same on every response),
-    `response_headers` (decided when the request arrives), `headers_at_start` (when
-    the response starts). The fused layer calls only what a class overrides, and
-    measures Server-Timing itself for a class that sets `server_timing`."""
+    """Override either or both of: `static_headers` (the same on every response),
+    `response_headers` (decided when the request arrives). The fused layer calls only
+    what a class overrides, and measures Server-Timing itself for a class that sets
+    `server_timing`. Headers that need more than this (the response's status, its
+    body): write plain ASGI middleware instead."""
 
     static_headers: ClassVar[Headers] = []
     server_timing: ClassVar[bool] = False
-    # The names response_headers and headers_at_start may add, when known in advance.
+    # The names response_headers may add, when known in advance.
     header_names: ClassVar[tuple[bytes, ...] | None] = None
 
     def __init__(self, app: ASGIApp) -> None:
@@ -39,10 +40,6 @@ class StartHeadersMiddleware(abc.ABC):  # noqa: B024 - abstract without abstract
     def response_headers(self, scope: Scope) -> Headers:
         """Headers for this request's response, decided when the request arrives (may
         also record things in scope)."""
-        return []
-
-    def headers_at_start(self, scope: Scope) -> Headers:
-        """Headers decided when the response starts (a duration, for one)."""
         return []
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
@@ -61,38 +58,35 @@ class FusedStartHeaders:
         self.static = [header for p in providers for header in p.static_headers]
         self.early = tuple(p.response_headers for p in providers
                            if _overrides(p, "response_headers"))
-        self.late = tuple(p.headers_at_start for p in providers
-                          if _overrides(p, "headers_at_start"))
         self.timed = any(p.server_timing for p in providers)
-        dynamic = [p.header_names for p in providers
-                   if _overrides(p, "response_headers") or _overrides(p, "headers_at_start")]
+        dynamic = [p.header_names for p in providers if _overrides(p, "response_headers")]
         self.names = None if None in dynamic else frozenset([
             *(name for name, _ in self.static), *(n for names in dynamic for n in names or ()),
             *([SERVER_TIMING] if self.timed else []),
         ])
 
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+    def __call__(self, scope: Scope, receive: Receive, send: Send) -> Awaitable[None]:
+        # A plain function handing back the app's awaitable, and a plain `send` wrapper
+        # handing back the engine's: ASGI asks only for awaitables, and this saves a
+        # coroutine per request and per message on every request (docs/benchmarks.md).
         if scope["type"] != "http":
-            await self.app(scope, receive, send)
-            return
-        started = time.perf_counter() if self.timed else 0.0
+            return self.app(scope, receive, send)
+        started = perf_counter()
         headers = self.static
         for early in self.early:
-            headers = headers + early(scope)
-        late, names = self.late, self.names
+            headers = [*headers, *early(scope)]
+        timed, names = self.timed, self.names
 
-        async def send_with_headers(message: Message) -> None:
+        def send_with_headers(message: Message) -> Awaitable[None]:
             if message["type"] == "http.response.start":
-                extra = headers
-                if started:
-                    elapsed_ms = (time.perf_counter() - started) * 1000
-                    extra = [*extra, (SERVER_TIMING, b"app;dur=%.2f" % elapsed_ms)]
-                for at_start in late:
-                    extra = extra + at_start(scope)
-                add_headers(message, extra, names)
-            await send(message)
+                ours = headers
+                if timed:
+                    elapsed_ms = (perf_counter() - started) * 1000
+                    ours = [*ours, (SERVER_TIMING, b"app;dur=%.2f" % elapsed_ms)]
+                add_headers(message, ours, names)
+            return send(message)
 
-        await self.app(scope, receive, send_with_headers)
+        return self.app(scope, receive, send_with_headers)
 
 
 def _overrides(provider: StartHeadersMiddleware, method: str) -> bool:
