@@ -22,10 +22,16 @@ RUFF = str(Path(sys.executable).with_name("ruff"))
 ALLOWED = [cell for cell in loops.matrix() if cell.allowed]
 # The project's own tests boot both engines on the project's loop policy, so two
 # combinations that differ only in the default engine run the same tests: run them for
-# the first combination of each Python and loop policy. Only the boot tests depend on
-# the loop policy: the rest run once per Python, with the policy `auto`.
+# the first combination of each Python and loop policy. The rest run once per Python,
+# with the policy `auto`; for each other policy, the boot tests that depend on the loop:
+# served on it, by each of two workers, and, on zuvloop (the Zig loop with the Zig
+# parser), with every parser.
 OWN_TESTS = {(cell.python, cell.loop): cell for cell in reversed(ALLOWED)}
-LOOP_DEPENDENT_TESTS = ["tests/test_boot.py"]
+
+
+def loop_dependent_tests(loop: str) -> list[str]:
+    selected = ["configured_loop", "two_workers", *(["parser"] if loop == "zuvloop" else [])]
+    return ["tests/test_boot.py", "-k", " or ".join(selected)]
 
 
 @pytest.mark.parametrize("cell", ALLOWED, ids=lambda c: f"{c.python}-{c.engine}-{c.loop}")
@@ -50,7 +56,7 @@ def test_combination(copie, cell: loops.MatrixCell) -> None:
             interpreter.command(
                 [str(python), "-m", "pytest", "-q", "-p", "no:cacheprovider",
                  "-m", "not slow and not bench",
-                 *(LOOP_DEPENDENT_TESTS if cell.loop != loops.AUTO else [])],
+                 *(loop_dependent_tests(cell.loop) if cell.loop != loops.AUTO else [])],
                 project,
             ),
             cwd=project, capture_output=True, text=True, timeout=120,

@@ -40,7 +40,15 @@ ANSWER_SETS = {
     "py314-zuvloop": ({"python_version": "3.14", "loop_policy": "zuvloop"},
                       {"loop_policy": "asyncio"}),
 }
-SOURCES = [*releases_before_head(TEMPLATE_ROOT), "HEAD"]
+RELEASES = releases_before_head(TEMPLATE_ROOT)
+# Each release's migrations run on the way from it: every release is updated with the
+# defaults. The other answer sets differ in what the answers render, so they start
+# from the oldest release (every migration on the way), the newest, and HEAD.
+CASES = [
+    *(("defaults", source) for source in [*RELEASES, "HEAD"]),
+    *((name, source) for name in ANSWER_SETS if name != "defaults"
+      for source in dict.fromkeys([*RELEASES[:1], *RELEASES[-1:], "HEAD"])),
+]
 USER_SECTION = "\n## Deploying at ACME\n\nBehind the ACME load balancer, on port 9100.\n"
 USER_DEPENDENCY = "tenacity>=8"
 USER_SETTING = "APP_GREETING=hi"  # read by the user's AppSettings (app/custom.py)
@@ -130,8 +138,7 @@ def add_router_and_middleware(project: Path) -> set[str]:
 
 
 
-@pytest.mark.parametrize("source", SOURCES)
-@pytest.mark.parametrize("answer_set", ANSWER_SETS)
+@pytest.mark.parametrize(("answer_set", "source"), CASES)
 def test_update_keeps_user_work_and_serves_the_changed_answer(
     copie, answer_set: str, source: str
 ) -> None:
