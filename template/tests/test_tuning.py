@@ -94,13 +94,16 @@ def test_max_concurrency_past_the_cap(engine: str) -> None:
         assert statuses == [200] * 4 and seconds >= 2 * 0.2, (statuses, seconds)
 
 
-def _pids_under_load(url: str, requests: int, seconds: float,
-                     pause: float = 0.0) -> tuple[set[int], list[str]]:
+def _pids_under_load(url: str, requests: int, seconds: float, pause: float = 0.0,
+                     enough_pids: int = 0) -> tuple[set[int], list[str]]:
     """A new connection per request, at least `requests` of them and for at least
-    `seconds` (`pause` between them); the pids seen and every failure."""
+    `seconds` (`pause` between them), or until `enough_pids` workers have answered;
+    the pids seen and every failure."""
     pids, failures = set(), []
     deadline, sent = time.monotonic() + seconds, 0
     while sent < requests or time.monotonic() < deadline:
+        if enough_pids and len(pids) >= enough_pids:
+            break
         sent += 1
         try:
             answer = httpx.get(f"{url}/health/detailed", headers={"Connection": "close"})
@@ -148,7 +151,7 @@ def test_a_worker_is_recycled_after_its_lifetime(engine: str) -> None:
     args = ["--engine", engine, "--worker-lifetime", "60", "--respawn-failed-workers"]
     with running_server(args) as server:
         first = detail(server.url)["pid"]
-        pids, failures = _pids_under_load(server.url, 0, 75.0, pause=0.5)
+        pids, failures = _pids_under_load(server.url, 0, 75.0, pause=0.5, enough_pids=2)
     print(f"{engine}: pids {sorted(pids)}, failures {failures}")
     assert first in pids and len(pids) >= 2, pids
     assert failures == [], failures
