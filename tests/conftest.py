@@ -38,6 +38,20 @@ def pytest_configure(config: pytest.Config) -> None:
         releases.ensure_tags(TEMPLATE_ROOT)
 
 
+# Longest first, so the two xdist workers end together instead of one waiting out a
+# minute-long test started last (worksteal rebalances the rest).
+SLOWEST_MODULES = ["test_reliability.py", "test_container.py", "test_combinations.py",
+                   "test_update.py"]
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    def rank(item: pytest.Item) -> int:
+        name = item.path.name
+        return SLOWEST_MODULES.index(name) if name in SLOWEST_MODULES else len(SLOWEST_MODULES)
+
+    items.sort(key=rank)  # stable: each module keeps its own order
+
+
 def rendered(copie, given: dict[str, object]) -> tuple[dict[str, object], Path]:
     """Render with these answers; (every answer, defaults included; the project)."""
     result = copie.copy(extra_answers=given)

@@ -15,10 +15,10 @@ import subprocess
 import pytest
 
 from extensions.matrix import loops
-from tests.conftest import COPIER_DEFAULTS, environment_for
+from tests.conftest import COPIER_DEFAULTS, TEMPLATE_ROOT, environment_for
 
 
-def run_marked(copie, python_version: str | None, marker: str) -> str:
+def run_marked(copie, python_version: str | None, marker: str, *paths: str) -> str:
     answers = {"python_version": python_version} if python_version else {}
     result = copie.copy(extra_answers=answers)
     assert result.exit_code == 0, result.exception
@@ -27,7 +27,8 @@ def run_marked(copie, python_version: str | None, marker: str) -> str:
     interpreter, python = environment_for(version, project / "pyproject.toml")
     run = subprocess.run(
         interpreter.command(
-            [str(python), "-m", "pytest", "-q", "-p", "no:cacheprovider", "-m", marker, "-rA"],
+            [str(python), "-m", "pytest", "-q", "-p", "no:cacheprovider", "-m", marker, "-rA",
+             *paths],
             project,
         ),
         cwd=project, capture_output=True, text=True, timeout=600,
@@ -39,11 +40,24 @@ def run_marked(copie, python_version: str | None, marker: str) -> str:
 
 DEFAULT_PYTHON = COPIER_DEFAULTS["python_version"]
 WORKER_START_PYTHONS = [DEFAULT_PYTHON, loops.PYTHON_VERSIONS[-1]]
+# The project's slow tests in two parts, so the two suite workers share them evenly.
+SLOW_PARTS = {
+    "settings": ["tests/test_tuning.py"],
+    "drain-reload": ["tests/test_drain.py", "tests/test_dev_reload.py"],
+}
 
 
+@pytest.mark.parametrize("part", SLOW_PARTS)
 @pytest.mark.parametrize("python_version", WORKER_START_PYTHONS)
-def test_drain_and_dev_reload(copie, python_version: str) -> None:
-    run_marked(copie, python_version, "slow and not long")
+def test_slow_tests(copie, python_version: str, part: str) -> None:
+    run_marked(copie, python_version, "slow and not long", *SLOW_PARTS[part])
+
+
+def test_slow_parts_cover_every_slow_module() -> None:
+    template_tests = TEMPLATE_ROOT / "template" / "tests"
+    slow = {f"tests/{path.name}" for path in template_tests.glob("test_*.py")
+            if "pytest.mark.slow" in path.read_text()}
+    assert slow == {path for paths in SLOW_PARTS.values() for path in paths}
 
 
 def test_worker_lifetime(copie) -> None:
