@@ -1,12 +1,13 @@
 # copier-fastapi-engines: `make demo` renders a project with the defaults and serves it;
-# `make test` runs the template's own suite. Both set themselves up with python3 only.
+# `make test` runs the template's own suite, each capability once (about 5 minutes);
+# `make test-all` the full matrix, what CI runs. They set themselves up with python3 only.
 
 PYTHON ?= python3
 VENV := .venv
 DEV := $(VENV)/.installed
 DEMO_DIR ?= demo
 
-.PHONY: test demo lint docs clean
+.PHONY: test test-all demo lint docs clean
 
 $(DEV): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -17,6 +18,9 @@ $(DEV): pyproject.toml
 
 test: $(DEV)
 	$(VENV)/bin/python -m pytest $(PYTEST_ARGS)
+
+test-all: $(DEV)
+	FULL_MATRIX=1 $(VENV)/bin/python -m pytest $(PYTEST_ARGS)
 
 demo: $(DEV)
 	rm -rf $(DEMO_DIR)

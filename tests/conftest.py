@@ -14,6 +14,10 @@ TEMPLATE_ROOT = Path(__file__).resolve().parents[1]
 REQUIRED_PYTHONS = os.environ.get("REQUIRED_PYTHONS", "").split()
 # The Pythons this run renders and boots (a CI job per Python sets one); default all.
 TEMPLATE_PYTHONS = os.environ.get("TEMPLATE_PYTHONS", "").split()
+# `make test` checks every capability once; `make test-all` (FULL_MATRIX=1, what CI
+# runs) repeats what depends on the Python, the loop or the release for each of them.
+FULL_MATRIX = os.environ.get("FULL_MATRIX") == "1"
+FULL_ONLY = "full matrix only: make test-all (FULL_MATRIX=1) runs it"
 
 
 server_process = load_template_module("tests/server_process.py")
@@ -30,6 +34,14 @@ COPIER_DEFAULTS = {
     name: spec["default"] for name, spec in COPIER_YML.items()
     if isinstance(spec, dict) and "default" in spec and spec.get("when") is not False
 }
+DEFAULT_PYTHON = COPIER_DEFAULTS["python_version"]
+
+
+def full_only(*values: object, full: bool = True) -> object:
+    """A parameter set that `make test` skips, with the reason, when `full` (and
+    `make test-all` runs)."""
+    marks = [pytest.mark.skip(reason=FULL_ONLY)] if full and not FULL_MATRIX else []
+    return pytest.param(*values, marks=marks)
 
 
 def pytest_configure(config: pytest.Config) -> None:

@@ -16,7 +16,13 @@ import httpx
 import pytest
 
 from extensions.matrix import loops
-from tests.conftest import environment_for, served_loop, server_process
+from tests.conftest import (
+    DEFAULT_PYTHON,
+    FULL_MATRIX,
+    environment_for,
+    served_loop,
+    server_process,
+)
 
 RUFF = str(Path(sys.executable).with_name("ruff"))
 ALLOWED = [cell for cell in loops.matrix() if cell.allowed]
@@ -26,7 +32,12 @@ ALLOWED = [cell for cell in loops.matrix() if cell.allowed]
 # with the policy `auto`; for each other policy, the boot tests that depend on the loop:
 # served on it, by each of two workers, and, on zuvloop (the Zig loop with the Zig
 # parser), with every parser.
-OWN_TESTS = {(cell.python, cell.loop): cell for cell in reversed(ALLOWED)}
+# `make test` runs them on the default Python for each of its loop policies, and
+# for the loops only a newer Python has (zuvloop); `make test-all`, on every Python.
+OWN_TESTS = {(cell.python, cell.loop): cell for cell in reversed(ALLOWED)
+             if FULL_MATRIX or cell.python == DEFAULT_PYTHON
+             or not any(other.loop == cell.loop and other.python == DEFAULT_PYTHON
+                        for other in ALLOWED)}
 
 
 def loop_dependent_tests(loop: str) -> list[str]:
@@ -51,7 +62,7 @@ def test_combination(copie, cell: loops.MatrixCell) -> None:
                           capture_output=True, text=True)
     assert lint.returncode == 0, lint.stdout
 
-    if OWN_TESTS[(cell.python, cell.loop)] == cell:
+    if OWN_TESTS.get((cell.python, cell.loop)) == cell:
         own_tests = subprocess.run(
             interpreter.command(
                 [str(python), "-m", "pytest", "-q", "-p", "no:cacheprovider",

@@ -23,6 +23,7 @@ from tests.conftest import (
     COPIER_DEFAULTS,
     TEMPLATE_ROOT,
     environment_for,
+    full_only,
     require_interpreter,
     served_loop,
     server_process,
@@ -41,13 +42,18 @@ ANSWER_SETS = {
                       {"loop_policy": "asyncio"}),
 }
 RELEASES = releases_before_head(TEMPLATE_ROOT)
-# Each release's migrations run on the way from it: every release is updated with the
-# defaults. The other answer sets differ in what the answers render, so they start
-# from the oldest release (every migration on the way), the newest, and HEAD.
+OLDEST_NEWEST = list(dict.fromkeys([*RELEASES[:1], *RELEASES[-1:]]))
+# Each release's migrations run on the way from it, so `make test-all` updates from
+# every release with the defaults; the other answer sets differ in what the answers
+# render, and start from the oldest release (every migration on the way), the newest
+# and HEAD. `make test` keeps the oldest, the newest and HEAD with the defaults, and
+# the oldest and HEAD with the others.
 CASES = [
-    *(("defaults", source) for source in [*RELEASES, "HEAD"]),
-    *((name, source) for name in ANSWER_SETS if name != "defaults"
-      for source in dict.fromkeys([*RELEASES[:1], *RELEASES[-1:], "HEAD"])),
+    *(full_only("defaults", source, full=source not in OLDEST_NEWEST)
+      for source in [*RELEASES, "HEAD"]),
+    *(full_only(name, source, full=source == OLDEST_NEWEST[-1] != OLDEST_NEWEST[0])
+      for name in ANSWER_SETS if name != "defaults"
+      for source in [*OLDEST_NEWEST, "HEAD"]),
 ]
 USER_SECTION = "\n## Deploying at ACME\n\nBehind the ACME load balancer, on port 9100.\n"
 USER_DEPENDENCY = "tenacity>=8"

@@ -103,3 +103,40 @@ def test_body_chunks_reach_the_server_intact(wrap: Any) -> None:
     assert [m["type"] for m in sent] == ["http.response.start", *(m["type"] for m in BODY)]
     assert set(START["headers"]) <= set(sent[0]["headers"])
     assert sent[1:] == BODY
+
+
+def start_of(sent: list[dict[str, Any]]) -> dict[bytes, list[bytes]]:
+    headers: dict[bytes, list[bytes]] = {}
+    for name, value in sent[0]["headers"]:
+        headers.setdefault(name, []).append(value)
+    return headers
+
+
+def test_headers_the_app_set_itself_are_left_alone() -> None:
+    own = {"type": "http.response.start", "status": 200,
+           "headers": [(b"x-frame-options", b"SAMEORIGIN"), (b"server-timing", b"db;dur=3")]}
+    headers = start_of(drive(stack, own, *BODY))
+    assert headers[b"x-frame-options"] == [b"SAMEORIGIN"]
+    assert headers[b"server-timing"] == [b"db;dur=3"]
+    assert headers[b"x-content-type-options"] == [b"nosniff"]  # the others still added
+    assert len(headers[b"x-request-id"]) == 1
+
+
+@pytest.mark.parametrize(("given", "kept"), [
+    (b"req-42.a_B", True), (b"has space", False), (b"x" * 129, False)])
+def test_a_sane_caller_request_id_is_kept_and_another_replaced(given: bytes, kept: bool) -> None:
+    scope = {**SCOPE, "headers": [(b"host", b"test"), (b"x-request-id", given)]}
+    sent: list[dict[str, Any]] = []
+
+    async def send(message: dict[str, Any]) -> None:
+        sent.append(message)
+
+    async def receive() -> dict[str, Any]:
+        return {"type": "http.request", "body": b"", "more_body": False}
+
+    asyncio.run(stack(downstream(START, *BODY))(scope, receive, send))
+    (request_id,) = start_of(sent)[b"x-request-id"]
+    assert (request_id == given) is kept
+    assert scope["state"]["request_id"] == request_id.decode()  # what the access log writes
+    if not kept:
+        assert len(request_id) == 32 and int(request_id, 16) >= 0
