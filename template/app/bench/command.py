@@ -82,7 +82,7 @@ def bench_app(
         table.add_row(variant.name, f"{variant.cost_us:.1f}", f"{variant.ratio_to(bare):.3f}x")
     Console().print(table)
     # The app's route layout is cheaper than bare FastAPI's (app/core/routing.py), which
-    # the first column folds in; this is the middleware alone.
+    # the ratios to bare FastAPI fold in; this is the middleware alone.
     by_name = {variant.name: variant for variant in measured}
     without, stack = by_name[app_overhead.NO_MIDDLEWARE], by_name[app_overhead.ALL_MIDDLEWARE]
     typer.echo(f"The middleware alone: {stack.ratio_to(without):.3f}x {without.name!r}.")

@@ -20,6 +20,7 @@ from typing import Any
 
 from fastapi import APIRouter, FastAPI
 from fastapi.routing import APIRoute, APIWebSocketRoute
+from starlette.datastructures import URLPath
 from starlette.routing import BaseRoute, Match, NoMatchFound, Route
 from starlette.types import Receive, Scope, Send
 
@@ -76,7 +77,7 @@ class ExactPathRoutes(BaseRoute):
         route = self._route(scope)
         return (Match.NONE, {}) if route is None else route.matches(scope)
 
-    def url_path_for(self, name: str, /, **path_params: Any) -> Any:
+    def url_path_for(self, name: str, /, **path_params: Any) -> URLPath:
         for route in self.routes:
             try:
                 return route.url_path_for(name, **path_params)
