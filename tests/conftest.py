@@ -37,11 +37,12 @@ COPIER_DEFAULTS = {
 DEFAULT_PYTHON = COPIER_DEFAULTS["python_version"]
 
 
+only_in_full_matrix = pytest.mark.skipif(not FULL_MATRIX, reason=FULL_ONLY)
+
+
 def full_only(*values: object, full: bool = True) -> object:
-    """A parameter set that `make test` skips, with the reason, when `full` (and
-    `make test-all` runs)."""
-    marks = [pytest.mark.skip(reason=FULL_ONLY)] if full and not FULL_MATRIX else []
-    return pytest.param(*values, marks=marks)
+    """A parameter set that only `make test-all` runs when `full`."""
+    return pytest.param(*values, marks=[only_in_full_matrix] if full else [])
 
 
 def pytest_configure(config: pytest.Config) -> None:

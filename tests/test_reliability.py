@@ -17,11 +17,10 @@ import pytest
 from extensions.matrix import loops
 from tests.conftest import (
     DEFAULT_PYTHON,
-    FULL_MATRIX,
-    FULL_ONLY,
     TEMPLATE_ROOT,
     environment_for,
     full_only,
+    only_in_full_matrix,
 )
 
 
@@ -70,7 +69,7 @@ def test_slow_parts_cover_every_slow_module() -> None:
     assert slow == {path for paths in SLOW_PARTS.values() for path in paths}
 
 
-@pytest.mark.skipif(not FULL_MATRIX, reason=FULL_ONLY)
+@only_in_full_matrix
 def test_worker_lifetime(copie) -> None:
     """A minute of waiting, mostly idle: its own test, so xdist overlaps it with others."""
     run_marked(copie, None, "long")

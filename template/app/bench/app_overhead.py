@@ -72,7 +72,8 @@ def variants(route: Route) -> list[Variant]:
     from app.main import create_app
     from app.middleware import MIDDLEWARE
 
-    found = endpoint_route(create_app(), route)
+    served = create_app()
+    found = endpoint_route(served, route)
     bare = FastAPI()
     bare.add_api_route(found.path, found.endpoint, methods=sorted(found.methods))
     return [
@@ -80,7 +81,7 @@ def variants(route: Route) -> list[Variant]:
         Variant(NO_MIDDLEWARE, create_app(middleware=())),
         *(Variant(f"this app + {layer.__name__} only", create_app(middleware=(layer,)))
           for layer in MIDDLEWARE),
-        Variant(ALL_MIDDLEWARE, create_app()),
+        Variant(ALL_MIDDLEWARE, served),
         Variant("as served (+ probes, proxy headers)", create_served_app()),
     ]
 
