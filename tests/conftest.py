@@ -73,8 +73,9 @@ def rendered(copie, given: dict[str, object]) -> tuple[dict[str, object], Path]:
 
 
 def served_loop(loop_policy: str) -> str:
-    """The loop a project serves on: every environment installs uvloop, auto's first pick."""
-    return loop_policy if loop_policy != loops.AUTO else loops.AUTO_PREFERENCE[0]
+    """The loop a project serves on. `auto` means uvloop wherever it is installed, as
+    docs/engines.md promises, and every environment installs it."""
+    return "uvloop" if loop_policy == loops.AUTO else loop_policy
 
 
 def require_interpreter(version: str) -> interpreters.Interpreter:
@@ -91,6 +92,7 @@ def require_interpreter(version: str) -> interpreters.Interpreter:
     return found
 
 
-def environment_for(version: str, pyproject: Path) -> tuple[interpreters.Interpreter, Path]:
+def environment_for(version: str, pyproject: Path,
+                    pins: tuple[str, ...] = ()) -> tuple[interpreters.Interpreter, Path]:
     interpreter = require_interpreter(version)
-    return interpreter, project_envs.environment_python(interpreter, pyproject)
+    return interpreter, project_envs.environment_python(interpreter, pyproject, pins)

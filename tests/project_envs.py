@@ -12,6 +12,7 @@ import hashlib
 import os
 import subprocess
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 
 from tests.interpreters import Interpreter
@@ -21,9 +22,10 @@ UV = str(Path(sys.executable).with_name("uv"))
 UV_ENV = {**os.environ, "UV_PYTHON_DOWNLOADS": "never"}
 
 
-def environment_python(interpreter: Interpreter, pyproject: Path) -> Path:
-    """The python of a ready environment holding pyproject's dependencies and dev group."""
-    key = hashlib.sha256(pyproject.read_bytes()).hexdigest()[:12]
+def environment_python(interpreter: Interpreter, pyproject: Path, pins: Sequence[str] = ()) -> Path:
+    """The python of a ready environment holding pyproject's dependencies and dev group,
+    with `pins` (requirements such as "fastapi==0.115.0") holding versions in place."""
+    key = hashlib.sha256(pyproject.read_bytes() + " ".join(pins).encode()).hexdigest()[:12]
     env_dir = CACHE / f"py{interpreter.version}-{key}"
     python = env_dir / "bin" / "python"
     ready = env_dir / ".ready"
@@ -34,17 +36,18 @@ def environment_python(interpreter: Interpreter, pyproject: Path) -> Path:
     with open(CACHE / f"{env_dir.name}.lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         if not ready.exists():
-            _build(interpreter, pyproject, env_dir)
+            _build(interpreter, pyproject, env_dir, pins)
             ready.touch()
     return python
 
 
-def _build(interpreter: Interpreter, pyproject: Path, env_dir: Path) -> None:
+def _build(interpreter: Interpreter, pyproject: Path, env_dir: Path,
+           pins: Sequence[str]) -> None:
     python = env_dir / "bin" / "python"
     # uv is one static binary: the rooted interpreter runs the same one inside its root.
     for argv in (
         [UV, "venv", "--quiet", "--clear", "--python", interpreter.executable, str(env_dir)],
         [UV, "pip", "install", "--quiet", "--python", str(python),
-         "-r", str(pyproject), "--group", f"{pyproject}:dev"],
+         "-r", str(pyproject), "--group", f"{pyproject}:dev", *pins],
     ):
         subprocess.run(interpreter.command(argv), check=True, env=UV_ENV)

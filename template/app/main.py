@@ -5,12 +5,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
-from fastapi import FastAPI
+from fastapi import APIRouter, FastAPI
 from fastapi.staticfiles import StaticFiles
 
 from app.api import demo, echo, health
 from app.core.config import PROJECT_NAME
-from app.core.routing import group_docs_routes, inline_routers
 from app.custom import MIDDLEWARE as CUSTOM_MIDDLEWARE
 from app.custom import customize
 from app.middleware import MIDDLEWARE
@@ -21,18 +20,27 @@ from app.routes import discovered_routers
 STATIC_DIR = Path(__file__).parent / "static"
 
 
-def create_app(middleware: Sequence[type] | None = None) -> FastAPI:
-    """The app; `middleware` replaces the default stack (`bench app` compares them)."""
+TEMPLATE_ROUTERS = (health.router, echo.router, demo.router)
+
+
+def routers() -> list[APIRouter]:
+    """Every router the app includes, in order: the template's, then yours (app/routes/,
+    a package the template never writes after the first render)."""
+    return [*TEMPLATE_ROUTERS, *discovered_routers()]
+
+
+def create_app(middleware: Sequence[type] | None = None,
+               user_routers: Sequence[APIRouter] | None = None) -> FastAPI:
+    """The app. `bench app` replaces the default middleware stack (`middleware`) and
+    your routers from app/routes/ (`user_routers`) to compare variants."""
     app = FastAPI(title=PROJECT_NAME)
-    app.include_router(health.router)
-    app.include_router(echo.router)
-    app.include_router(demo.router)
+    # Every router included the FastAPI way, the template's as yours: dependencies,
+    # responses, OpenAPI and body limits behave as FastAPI documents them
+    # (tests/test_routing.py compares the app with a plain FastAPI one).
+    for router in TEMPLATE_ROUTERS:
+        app.include_router(router)
     app.mount("/static", StaticFiles(directory=STATIC_DIR), name="static")
-    inline_routers(app, (health.router, echo.router, demo.router))  # routing.py: why
-    group_docs_routes(app)
-    # Yours (app/routes/, app/custom.py): files the template never writes after the
-    # first render, so `copier update` cannot conflict with them.
-    for router in discovered_routers():
+    for router in discovered_routers() if user_routers is None else user_routers:
         app.include_router(router)
     # add_middleware wraps: add the innermost first so MIDDLEWARE[0] is outermost. The
     # access log sits inside the request id (MIDDLEWARE[0]), whose id it writes.

@@ -24,7 +24,7 @@ def observe(base_url: str) -> dict[str, Any]:
     detail = httpx.get(f"{base_url}/health/detailed", headers=FORWARDED).json()
     proto_only = httpx.get(f"{base_url}/health/detailed", headers=PROTO_ONLY).json()
     redirect = httpx.get(f"{base_url}/health", headers=PROTO_ONLY)  # to /health/
-    # FastAPI's documentation routes sit in one entry of their own (app/core/routing.py).
+    # FastAPI's documentation routes, and the 405 a wrong method gets there.
     docs = [httpx.request(method, f"{base_url}{path}").status_code
             for method, path in (("GET", "/docs"), ("GET", "/redoc"),
                                  ("GET", "/docs/oauth2-redirect"), ("POST", "/docs"))]

@@ -133,14 +133,31 @@ def test_bench_measures_a_running_target(server_url: str, tmp_path: Path) -> Non
     assert json.loads(out.read_text())["configurations"][0]["label"] == server_url
 
 
-def test_bench_app_compares_the_app_with_bare_fastapi() -> None:
+def test_bench_app_compares_the_app_with_bare_fastapi_on_two_cases() -> None:
     result = CliRunner().invoke(cli, ["bench", "app", "--duration", "0.2"],
                                 env={"COLUMNS": "200"})
     assert result.exit_code == 0, result.output
-    for variant in ("bare FastAPI", "no middleware", "RequestIdMiddleware only",
-                    "all middleware", "as served (+ probes, proxy headers)",
-                    "The middleware alone:"):
-        assert variant in result.stdout, result.stdout
+    for row in ("bare FastAPI, this router only", "this app, no middleware",
+                "this app + RequestIdMiddleware only", "this app, all middleware",
+                "as served (+ probes, proxy headers)"):
+        assert result.stdout.count(f"│ {row}") == 2, result.stdout  # a row in each table
+    assert result.stdout.count("The middleware alone:") == 2
+    assert "GET /health/ " in result.stdout
+    assert "GET /bench-user-like/items/{item_id} " in result.stdout
+
+
+def test_bench_app_measures_a_route_with_parameters_and_headers() -> None:
+    result = CliRunner().invoke(cli, [
+        "bench", "app", "--path", "/demo/items/{item_id}", "--path-param", "item_id=3",
+        "--duration", "0.2"], env={"COLUMNS": "200"})
+    assert result.exit_code == 0, result.output
+    assert result.stdout.count("│ bare FastAPI, this router only") == 1
+
+
+def test_bench_app_refuses_a_route_that_does_not_answer() -> None:
+    result = CliRunner().invoke(cli, ["bench", "app", "--path", "/nowhere", "--duration", "0.2"])
+    assert result.exit_code == 2
+    assert "Cannot bench:" in result.stderr
 
 
 def test_bad_route_is_refused_before_booting() -> None:

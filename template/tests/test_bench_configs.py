@@ -12,10 +12,11 @@ PYTHON = loops.python_version()
 
 def test_loop_all_sweeps_every_installed_loop_each_engine_accepts() -> None:
     labels = {(c.engine, c.loop) for c in configs_for(list(loops.ENGINES), ["all"], ["auto"])}
-    expected = {
-        (engine, name) for engine in loops.ENGINES
-        for name in loops.engine_loops(engine, PYTHON)[1:] if loops.is_installed(name)
-    }
+    # Written out, not derived from the matrix: what each engine runs (docs/engines.md).
+    expected = {("uvicorn", "asyncio"), ("uvicorn", "uvloop"),
+                ("granian", "asyncio"), ("granian", "uvloop"), ("granian", "rloop")}
+    if PYTHON >= (3, 14):  # zuvloop publishes wheels for 3.14+ only
+        expected.add(("uvicorn", "zuvloop"))
     assert labels == expected
 
 

@@ -1,65 +1,226 @@
-"""The route layout that keeps lookups cheap (app/core/routing.py) answers as FastAPI's.
+"""The app serves every route exactly as FastAPI serves it.
 
-The served behaviour on both engines is in the request set (test_boot.py); these are
-the cases a server of ours does not produce: a path prefix (root_path, as behind a
-proxy that strips one), reverse lookups, and what instrumentation reads from scope.
+A differential test: `create_app()` (without middleware, which adds headers by design)
+against a plain FastAPI app that includes the same routers the documented way, with
+routers shaped like a user's (router and route dependencies, overrides, a custom
+response class, OpenAPI options, a WebSocket with a dependency). Both must give the
+same OpenAPI document, byte for byte, and the same status, headers and body to every
+request, also behind a path prefix (root_path), and the same reverse lookups.
 """
 
 from __future__ import annotations
 
-import asyncio
+from collections.abc import Iterator
 from typing import Any
 
-from fastapi.routing import APIRoute
-from starlette.routing import Mount, Route
+import pytest
+from fastapi import (
+    APIRouter,
+    Depends,
+    FastAPI,
+    Header,
+    HTTPException,
+    Query,
+    WebSocket,
+    WebSocketException,
+    status,
+)
+from fastapi.responses import PlainTextResponse
+from fastapi.staticfiles import StaticFiles
+from fastapi.testclient import TestClient
+from pydantic import BaseModel
+from starlette.websockets import WebSocketDisconnect
 
-from app.core.routing import ExactPathRoutes
-from app.main import create_app
+from app.core.config import PROJECT_NAME
+from app.main import STATIC_DIR, TEMPLATE_ROUTERS, create_app
 
-APP = create_app()
-
-
-def call(path: str, method: str = "GET", root_path: str = "") -> tuple[int, dict[str, Any]]:
-    scope: dict[str, Any] = {
-        "type": "http", "asgi": {"version": "3.0"}, "http_version": "1.1", "method": method,
-        "scheme": "http", "path": root_path + path, "raw_path": (root_path + path).encode(),
-        "query_string": b"", "root_path": root_path, "headers": [(b"host", b"test")],
-        "client": ("127.0.0.1", 5000), "server": ("127.0.0.1", 8000),
-    }
-    status = 0
-
-    async def receive() -> dict[str, Any]:
-        return {"type": "http.request", "body": b"", "more_body": False}
-
-    async def send(message: dict[str, Any]) -> None:
-        nonlocal status
-        if message["type"] == "http.response.start":
-            status = message["status"]
-
-    asyncio.run(APP(scope, receive, send))
-    return status, scope
+TOKEN = {"Authorization": "Bearer letmein"}
 
 
-def test_docs_first_then_the_template_routes_where_their_routers_were_included() -> None:
-    kinds = [type(route) for route in APP.router.routes]
-    assert kinds[0] is ExactPathRoutes
-    assert Route not in kinds  # every documentation route is in the entry
-    paths = [route.path for route in APP.router.routes if isinstance(route, APIRoute)]
-    assert paths.index("/health/") < paths.index("/demo/sleep")  # health, echo, demo
-    assert kinds.index(Mount) > kinds.index(APIRoute)  # /static came after them
+def require_token(authorization: str = Header(default="")) -> None:
+    if authorization != TOKEN["Authorization"]:
+        raise HTTPException(status.HTTP_401_UNAUTHORIZED, "Not authenticated")
 
 
-def test_documentation_behind_a_path_prefix() -> None:
-    for path in ("/docs", "/redoc", "/openapi.json", "/docs/oauth2-redirect", "/health/"):
-        assert call(path, root_path="/api")[0] == 200, path
-    assert call("/docs", method="POST", root_path="/api")[0] == 405
-    assert call("/missing", root_path="/api")[0] == 404
-    assert call("/docs/")[0] == 307  # Starlette's trailing-slash redirect still finds it
+def deny() -> None:
+    raise HTTPException(status.HTTP_401_UNAUTHORIZED, "Denied")
 
 
-def test_reverse_lookup_and_the_route_in_scope() -> None:
-    assert APP.url_path_for("swagger_ui_html") == "/docs"
-    assert APP.url_path_for("health") == "/health/"
-    status, scope = call("/openapi.json")
-    assert status == 200
-    assert isinstance(scope["route"], Route) and scope["route"].path == "/openapi.json"
+def database() -> str:
+    return "real database"
+
+
+def ws_token(token: str = Query(default="")) -> str:
+    if token != "letmein":
+        raise WebSocketException(code=status.WS_1008_POLICY_VIOLATION)
+    return token
+
+
+class Item(BaseModel):
+    item_id: int
+    note: str | None = None
+
+
+# Like a router in app/routes/: everything on it needs a token.
+private = APIRouter(prefix="/private", tags=["private"], dependencies=[Depends(require_token)],
+                    responses={404: {"description": "No such item"}})
+
+
+@private.get("/items/{item_id}", response_model=Item, response_model_exclude_none=True,
+             operation_id="read_private_item", deprecated=True, summary="One item",
+             openapi_extra={"x-audit": "yes"})
+async def read_item(item_id: int, db: str = Depends(database)) -> dict[str, Any]:
+    return {"item_id": item_id, "note": None if db == "real database" else db}
+
+
+@private.post("/items/", status_code=status.HTTP_201_CREATED, response_model=Item)
+async def create_item(item: Item) -> Item:
+    return item
+
+
+# Open router, with a route-level dependency on one route only.
+public = APIRouter(prefix="/public")
+
+
+@public.get("/open", response_class=PlainTextResponse)
+async def open_route() -> str:
+    return "open"
+
+
+@public.get("/closed", dependencies=[Depends(deny)])
+async def closed_route() -> dict[str, str]:
+    return {"leaked": "yes"}
+
+
+@public.websocket("/ws")
+async def ws_route(websocket: WebSocket, token: str = Depends(ws_token)) -> None:
+    await websocket.accept()
+    await websocket.send_text(f"hello {token}")
+    await websocket.close()
+
+
+USER_ROUTERS = (private, public)
+
+# (method, path, headers, body): the request set both apps answer.
+REQUESTS: list[tuple[str, str, dict[str, str], bytes]] = [
+    ("GET", "/openapi.json", {}, b""),
+    ("GET", "/docs", {}, b""),
+    ("GET", "/health/", {}, b""),
+    ("HEAD", "/health/", {}, b""),
+    ("POST", "/health/", {}, b""),                      # 405
+    ("GET", "/health", {}, b""),                        # redirect to /health/
+    ("GET", "/demo/items/7", {}, b""),
+    ("GET", "/demo/items/x", {}, b""),                  # 422
+    ("GET", "/static/hello.txt", {}, b""),
+    ("GET", "/missing", {}, b""),
+    ("GET", "/private/items/3", {}, b""),               # 401 from the router
+    ("GET", "/private/items/3", TOKEN, b""),
+    ("HEAD", "/private/items/3", TOKEN, b""),
+    ("POST", "/private/items/3", TOKEN, b""),           # 405
+    ("POST", "/private/items/", TOKEN, b'{"item_id": 5, "note": "n"}'),
+    ("POST", "/private/items/", {}, b'{"item_id": 5}'),
+    ("GET", "/private/items", TOKEN, b""),              # 307 to /private/items/, then 405
+    ("GET", "/public/open", {}, b""),
+    ("GET", "/public/closed", {}, b""),                 # 401 from the route
+]
+
+
+def plain_app() -> FastAPI:
+    """What the app is, built only from FastAPI's documented calls."""
+    app = FastAPI(title=PROJECT_NAME)
+    for router in TEMPLATE_ROUTERS:
+        app.include_router(router)
+    app.mount("/static", StaticFiles(directory=STATIC_DIR), name="static")
+    for router in USER_ROUTERS:
+        app.include_router(router)
+    return app
+
+
+def template_app() -> FastAPI:
+    return create_app(middleware=(), user_routers=USER_ROUTERS)
+
+
+class Recorded:
+    """The app with the scope of the last request kept (routing fills it in)."""
+
+    def __init__(self, app: FastAPI) -> None:
+        self.app = app
+        self.scope: dict[str, Any] = {}
+
+    async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+        if scope["type"] != "lifespan":
+            self.scope = scope
+        await self.app(scope, receive, send)
+
+
+def answers(app: FastAPI, root_path: str = "") -> Iterator[tuple[Any, ...]]:
+    recorded = Recorded(app)
+    with TestClient(recorded, root_path=root_path) as client:
+        for method, path, headers, body in REQUESTS:
+            response = client.request(method, root_path + path, headers=headers, content=body,
+                                       follow_redirects=False)
+            route = recorded.scope.get("route")
+            yield (method, path, response.status_code, sorted(response.headers.items()),
+                   response.content, getattr(route, "path", None))
+
+
+@pytest.fixture(params=[False, True], ids=["plain", "overridden"])
+def apps(request: pytest.FixtureRequest) -> tuple[FastAPI, FastAPI]:
+    plain, ours = plain_app(), template_app()
+    if request.param:
+        for app in (plain, ours):
+            app.dependency_overrides[database] = lambda: "test database"
+    return plain, ours
+
+
+def test_the_openapi_document_is_fastapis_byte_for_byte(apps: tuple[FastAPI, FastAPI]) -> None:
+    plain, ours = apps
+    with TestClient(plain) as expected, TestClient(ours) as served:
+        assert served.get("/openapi.json").content == expected.get("/openapi.json").content
+
+
+@pytest.mark.parametrize("root_path", ["", "/api"])
+def test_every_request_gets_fastapis_answer(apps: tuple[FastAPI, FastAPI], root_path: str) -> None:
+    plain, ours = apps
+    assert list(answers(ours, root_path)) == list(answers(plain, root_path))
+
+
+def test_dependencies_guard_the_routes() -> None:
+    """Stated, not compared: a plain app that dropped them would also agree."""
+    with TestClient(template_app()) as client:
+        assert client.get("/private/items/3").status_code == 401
+        assert client.get("/public/closed").status_code == 401
+        assert client.get("/private/items/3", headers=TOKEN).json() == {"item_id": 3}
+        assert client.post("/private/items/", headers=TOKEN,
+                           json={"item_id": 1}).status_code == 201
+
+
+def test_the_route_in_scope_is_the_template_not_the_path() -> None:
+    """What instrumentation (OpenTelemetry, Prometheus) names a request by."""
+    routes = {(method, path): route for method, path, *_, route in answers(template_app())}
+    assert routes["GET", "/private/items/3"] == "/private/items/{item_id}"
+    assert routes["GET", "/demo/items/7"] == "/demo/items/{item_id}"
+    assert routes["GET", "/health/"] == "/health/"
+
+
+@pytest.mark.parametrize("token", ["letmein", "wrong"])
+def test_a_websocket_dependency_is_applied(token: str) -> None:
+    def accepted(app: FastAPI) -> str:
+        with TestClient(app) as client:
+            try:
+                with client.websocket_connect(f"/public/ws?token={token}") as websocket:
+                    return websocket.receive_text()
+            except WebSocketDisconnect as closed:
+                return f"closed {closed.code}"
+
+    outcome = accepted(template_app())
+    assert outcome == accepted(plain_app())
+    assert outcome == ("hello letmein" if token == "letmein" else "closed 1008")
+
+
+@pytest.mark.parametrize(("name", "params"), [
+    ("read_item", {"item_id": 3}), ("health", {}), ("item", {"item_id": 1}),
+    ("echo", {}), ("open_route", {}), ("ws_route", {}),
+])
+def test_reverse_lookups_are_fastapis(name: str, params: dict[str, Any]) -> None:
+    assert template_app().url_path_for(name, **params) == plain_app().url_path_for(name, **params)

@@ -20,7 +20,7 @@ CONCURRENCY = 64  # like the load drivers, so awaiting routes overlap
 SLICE_BATCHES = 4
 
 
-def _scope(route: Route) -> dict[str, Any]:
+def request_scope(route: Route) -> dict[str, Any]:
     path, _, query = route.path.partition("?")
     headers = [(b"host", b"bench"), *((k.lower().encode(), v.encode()) for k, v in route.headers)]
     if route.body:
@@ -50,7 +50,7 @@ async def _call(app: Callable[..., Any], route: Route) -> int:
         if message["type"] == "http.response.start":
             status = message["status"]
 
-    await app(_scope(route), receive, send)
+    await app(request_scope(route), receive, send)
     return status
 
 

@@ -1,9 +1,9 @@
 """`bench app`: what the project's layers cost over bare FastAPI, in-process.
 
-The same endpoint is called in-process (app_cost.py: no sockets, no server) through a
-bare FastAPI app that registers only that route, through the project's app without
-middleware, with each of its middleware alone, with the whole stack, and with the
-layers the launcher puts in front (probes, proxy headers).
+A route is called in-process (app_cost.py: no sockets, no server) through a bare
+FastAPI app that includes only the router holding it, the FastAPI way; through the
+project's app without middleware; with each of its middleware alone; with the whole
+stack; and with the layers the launcher puts in front (probes, proxy headers).
 
 The variants take turns in short slices (a few hundred requests each, ~15 ms), the
 first of each round rotating, for the whole duration. A slow spell of the machine
@@ -18,17 +18,17 @@ from __future__ import annotations
 import asyncio
 import statistics
 import time
-from collections.abc import Iterator
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from fastapi import FastAPI
-from fastapi.routing import APIRoute
+from fastapi import APIRouter, FastAPI
+from starlette.routing import Match
 
-from app.bench.app_cost import SLICE_BATCHES, cpu_per_request, warm_up
+from app.bench.app_cost import SLICE_BATCHES, cpu_per_request, request_scope, warm_up
 from app.bench.route import Route, RouteError
 
-BARE = "bare FastAPI, this route only"
+BARE = "bare FastAPI, this router only"
 NO_MIDDLEWARE = "this app, no middleware"
 ALL_MIDDLEWARE = "this app, all middleware"
 
@@ -49,46 +49,45 @@ class Variant:
             mine / theirs for mine, theirs in zip(self.slices_us, other.slices_us, strict=True))
 
 
-def _routes(routes: list[Any]) -> Iterator[APIRoute]:
-    # FastAPI keeps included routers as entries of their own: walk into them.
-    for route in routes:
-        if isinstance(route, APIRoute):
-            yield route
-        elif hasattr(route, "original_router"):
-            yield from _routes(route.original_router.routes)
+def owning_router(routers: Sequence[APIRouter], route: Route) -> APIRouter:
+    """The router with a route that fully matches this request."""
+    scope = request_scope(route)
+    for router in routers:
+        if any(candidate.matches(scope)[0] is Match.FULL for candidate in router.routes):
+            return router
+    raise RouteError(f"{route.method} {route.path} is not a route of this app's routers; "
+                     "`bench app` measures one of them, such as /health/.")
 
 
-def endpoint_route(app: FastAPI, route: Route) -> APIRoute:
-    path = route.path.partition("?")[0]
-    for candidate in _routes(app.router.routes):
-        if candidate.path == path and route.method in candidate.methods:
-            return candidate
-    raise RouteError(f"{route.method} {path} is not a route of this app; `bench app` "
-                     "compares one endpoint without path parameters, such as /health/.")
-
-
-def variants(route: Route) -> list[Variant]:
+def variants(route: Route, extra_routers: Sequence[APIRouter] = ()) -> list[Variant]:
+    """`extra_routers` are included after the app's own, as routers of app/routes/ are."""
     from app.core.server import create_served_app
-    from app.main import create_app
+    from app.main import create_app, routers
     from app.middleware import MIDDLEWARE
+    from app.routes import discovered_routers
 
-    served = create_app()
-    found = endpoint_route(served, route)
+    user_routers = [*discovered_routers(), *extra_routers]
+
+    def app(middleware: Sequence[type] | None = None) -> FastAPI:
+        return create_app(middleware=middleware, user_routers=user_routers)
+
     bare = FastAPI()
-    bare.add_api_route(found.path, found.endpoint, methods=sorted(found.methods))
+    bare.include_router(owning_router([*routers(), *extra_routers], route))
+    served = app()
     return [
         Variant(BARE, bare),
-        Variant(NO_MIDDLEWARE, create_app(middleware=())),
-        *(Variant(f"this app + {layer.__name__} only", create_app(middleware=(layer,)))
+        Variant(NO_MIDDLEWARE, app(middleware=())),
+        *(Variant(f"this app + {layer.__name__} only", app(middleware=(layer,)))
           for layer in MIDDLEWARE),
         Variant(ALL_MIDDLEWARE, served),
-        Variant("as served (+ probes, proxy headers)", create_served_app()),
+        Variant("as served (+ probes, proxy headers)", create_served_app(served)),
     ]
 
 
-def measure(route: Route, duration: float) -> list[Variant]:
+def measure(route: Route, duration: float,
+            extra_routers: Sequence[APIRouter] = ()) -> list[Variant]:
     """Each variant's CPU per request, slice by slice, round by round."""
-    measured = variants(route)
+    measured = variants(route, extra_routers)
 
     async def rotate() -> None:
         for variant in measured:

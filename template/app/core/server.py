@@ -46,15 +46,16 @@ def publish(settings: Settings, loop: str) -> None:
     os.environ[BY_NAME["loop"].env] = loop
 
 
-def create_served_app() -> ASGIApp:
-    """The app behind uvicorn's proxy-headers middleware, whichever engine serves it,
-    with the orchestrator's probes answered in front of both."""
+def create_served_app(app: ASGIApp | None = None) -> ASGIApp:
+    """The app (create_app's unless given) behind uvicorn's proxy-headers middleware,
+    whichever engine serves it, with the orchestrator's probes answered in front."""
     from uvicorn.middleware.proxy_headers import ProxyHeadersMiddleware
 
     from app.core.probes import ProbeMiddleware
     from app.main import create_app
 
-    proxied = ProxyHeadersMiddleware(create_app(), trusted_hosts=get_settings().trusted_proxies)
+    proxied = ProxyHeadersMiddleware(app or create_app(),
+                                     trusted_hosts=get_settings().trusted_proxies)
     return ProbeMiddleware(proxied)
 
 

@@ -54,6 +54,7 @@ class FusedStartHeaders:
 
     def __init__(self, app: ASGIApp, providers: Sequence[StartHeadersMiddleware] = ()) -> None:
         self.app = app
+        self.providers = tuple(providers)
         # Looked up once, and only what each provider overrides: this runs per request.
         self.static = [header for p in providers for header in p.static_headers]
         self.early = tuple(p.response_headers for p in providers
