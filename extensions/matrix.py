@@ -5,8 +5,8 @@ with; this file loads it from the template so both always agree.
 
 A refused answer given on the command line (`--data`, `--defaults`) raises Copier's
 UserMessageError, which Copier prints as one red sentence with exit code 1 and nothing
-rendered; the same check asked interactively returns the sentence so that Copier
-shows it and asks again.
+rendered; the same check asked interactively returns the reason alone, short enough
+for the one line Copier shows it on at 80 columns, and Copier asks again.
 """
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ import importlib.util
 import re
 import sys
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -27,6 +28,7 @@ from jinja2.runtime import Context
 
 TEMPLATE = Path(__file__).resolve().parents[1] / "template"
 NAME_PATTERN = re.compile(r"[A-Za-z][A-Za-z0-9 _-]*")
+NAME_ALLOWED = re.compile(r"[A-Za-z0-9 _-]")
 
 
 def load_template_module(relative: str) -> ModuleType:
@@ -52,40 +54,102 @@ def slugify(name: str) -> str:
     return re.sub(r"[^a-z0-9]+", "-", name.lower()).strip("-")
 
 
-def _name_refusal(value: Any) -> str:
+@dataclass(frozen=True)
+class Refused:
+    """An answer refused, in the two lengths Copier shows it.
+
+    `prompt` is what the interactive question shows: the reason first, in a one-line
+    toolbar after "Validation error for question 'NAME': ", cut at the terminal's
+    width, so it must fit 80 columns with that prefix (tests/test_questions.py). The
+    `sentence` is printed whole for --data, an answers file or pytest-copie: it names the
+    question and value, then the reason and what to do.
+    """
+
+    question: str
+    value: Any
+    prompt: str
+    advice: str = ""
+    reason: str = ""  # the sentence's reason when the prompt's is a shortening of it
+
+    @property
+    def sentence(self) -> str:
+        reason = self.reason or self.prompt
+        advice = f"; {self.advice}" if self.advice else ""
+        return f"{self.question} {self.value!r} is refused: {reason}{advice}."
+
+
+def _name_refusal(value: Any) -> Refused | None:
     text = str(value)
-    if not NAME_PATTERN.fullmatch(text) or not slugify(text):
-        return (
-            f"project_name {text!r} is refused: start with a letter and use only "
-            "letters, digits, spaces, '-' and '_'."
-        )
-    return ""
+    if NAME_PATTERN.fullmatch(text) and slugify(text):
+        return None
+    bad = next((char for char in text if not NAME_ALLOWED.fullmatch(char)), None)
+    if not re.match("[A-Za-z]", text) or bad is None:
+        prompt = "start with a letter"
+    else:
+        shown = repr(bad) if bad.isprintable() else f"U+{ord(bad):04X}"
+        prompt = f"{shown} is not allowed"
+    return Refused("project_name", text, prompt, "use only letters, digits, spaces, '-' and '_'")
 
 
-def _choice_refusal(question: str, value: Any, choices: tuple[str, ...]) -> str:
-    if str(value) not in choices:
-        return f"{question} {value!r} is refused: choose {', '.join(choices)}."
-    return ""
+def _choice_refusal(question: str, value: Any, choices: tuple[str, ...]) -> Refused | None:
+    if str(value) in choices:
+        return None
+    return Refused(question, value, setting_specs.choose(choices))
 
 
-def _range_refusal(question: str, value: Any, low: int, high: int) -> str:
+def _whole_number(value: Any) -> int | None:
     try:
-        number = int(str(value))
+        return int(str(value))
     except ValueError:
-        number = None
-    if number is None or not low <= number <= high:
-        return f"{question} {value!r} is refused: give a whole number from {low} to {high}."
-    return ""
+        return None
 
 
-VALUE_RULES: dict[str, Callable[[Any], str]] = {
+def _range_refusal(question: str, value: Any) -> Refused | None:
+    """The answer that is a setting's default, bounded by the setting's declaration, so
+    the question and `serve` word a wrong number alike."""
+    spec = setting_specs.BY_NAME[question]
+    number = _whole_number(value)
+    if number is None or not spec.minimum <= number <= spec.maximum:
+        return Refused(question, value, spec.wanted())
+    return None
+
+
+def _port_refusal(value: Any) -> Refused | None:
+    refused = _range_refusal("port", value)
+    floor = setting_specs.UNPRIVILEGED_PORT_MINIMUM
+    if refused or (_whole_number(value) or 0) >= floor:
+        return refused
+    return Refused(
+        "port", value, f"the image is non-root: give {floor} or more",
+        reason=f"the image runs as a non-root user, which may not listen below {floor}",
+        advice=f"answer {floor} or above and map the public port (80, 443) to it in the proxy "
+        "or container runtime, as in `docker run -p 80:8000`",
+    )
+
+
+def answer_range(question: str) -> str:
+    """The numbers a question accepts, for its help: '1024-65535' for port."""
+    spec = setting_specs.BY_NAME[question]
+    low = spec.minimum
+    if question == "port":
+        low = max(low, setting_specs.UNPRIVILEGED_PORT_MINIMUM)
+    return f"{int(low)}-{int(spec.maximum)}"
+
+
+VALUE_RULES: dict[str, Callable[[Any], Refused | None]] = {
     "project_name": _name_refusal,
     "python_version": lambda v: _choice_refusal("python_version", v, loops.PYTHON_VERSIONS),
     "default_engine": lambda v: _choice_refusal("default_engine", v, loops.ENGINES),
     "loop_policy": lambda v: _choice_refusal("loop_policy", v, loops.LOOP_POLICIES),
-    "port": lambda v: _range_refusal("port", v, 1, 65535),
-    "workers": lambda v: _range_refusal("workers", v, 1, 64),
+    "port": _port_refusal,
+    "workers": lambda v: _range_refusal("workers", v),
 }
+
+
+def value_refusal(question: str, value: Any) -> str:
+    """The whole sentence refusing one answer on its own, or ''."""
+    refused = VALUE_RULES[question](value)
+    return refused.sentence if refused else ""
 
 
 def _loop_refusal(answers: dict[str, Any], loop: Any) -> str:
@@ -114,8 +178,7 @@ def check_command_line(context: Context) -> str:
     (a computed question at the top of copier.yml) so the person gets a sentence.
     """
     for question, value in _given_on_command_line(context).items():
-        rule = VALUE_RULES.get(question)
-        reason = rule(value) if rule else ""
+        reason = value_refusal(question, value) if question in VALUE_RULES else ""
         if reason:
             raise UserMessageError(reason)
     return ""
@@ -123,10 +186,11 @@ def check_command_line(context: Context) -> str:
 
 @pass_context
 def refusal(context: Context, question: str, value: Any) -> str:
-    """The sentence refusing `value` for `question` ('' when it is fine).
+    """Why `value` is refused for `question`, short, the reason first ('' when fine).
 
     Used as a question validator and, for choice questions, as each choice's
-    validator (an empty result leaves the choice selectable).
+    validator (an empty result leaves the choice selectable); a refused --data answer
+    raises the whole sentence instead.
     """
     answers = dict(context.items())
     if question == "loop_policy":
@@ -136,13 +200,19 @@ def refusal(context: Context, question: str, value: Any) -> str:
             if reason:
                 raise UserMessageError(reason)
         return short_reason(_loop_refusal(answers, value))
-    return VALUE_RULES[question](value)
+    return prompt_refusal(question, value)
+
+
+def prompt_refusal(question: str, value: Any) -> str:
+    """What the interactive question shows for a value refused on its own, or ''."""
+    refused = VALUE_RULES[question](value)
+    return f"{refused.prompt}." if refused else ""
 
 
 def answers_refusal(answers: dict[str, Any]) -> str:
     """The first sentence refusing a set of answers, or ''."""
-    for question, rule in VALUE_RULES.items():
-        reason = rule(answers[question]) if question in answers else ""
+    for question in VALUE_RULES:
+        reason = value_refusal(question, answers[question]) if question in answers else ""
         if reason:
             return reason
     return _loop_refusal(answers, answers["loop_policy"])
@@ -186,6 +256,7 @@ class MatrixExtension(Extension):
     def __init__(self, environment: Any) -> None:
         super().__init__(environment)
         environment.globals["refusal"] = refusal
+        environment.globals["answer_range"] = answer_range
         environment.globals["check_command_line"] = check_command_line
         environment.globals["env_example"] = env_example
         environment.globals["settings_table"] = settings_table

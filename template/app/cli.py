@@ -19,6 +19,11 @@ cli = typer.Typer(
     help=f"{PROJECT_SLUG}: serve the app on the engine and loop of your choice.",
     no_args_is_help=True,
     add_completion=False,
+    # Click's plain help, not rich's table: rich gives `serve`'s options (and their
+    # --no- forms) fixed columns and cuts what does not fit with an ellipsis, leaving
+    # the help a column 20 wide at 80 columns; click's list keeps every name whole and
+    # wraps the help beside it (tests/test_cli_help.py checks at 80 columns).
+    rich_markup_mode=None,
 )
 
 
@@ -63,7 +68,7 @@ def refuse(sentence: str) -> NoReturn:
 cli.add_typer(bench_command.bench, name="bench")
 
 
-@cli.command()
+@cli.command(short_help="Which loops each engine runs here, and what `auto` picks.")
 def engines(
     markdown: bool = typer.Option(
         False, "--markdown", help="Print the whole matrix, every Python, as Markdown."

@@ -8,10 +8,13 @@ import sys
 from pathlib import Path
 
 import pytest
+from pydantic_settings import BaseSettings, SettingsConfigDict
 from typer.testing import CliRunner
 
+from app import custom
 from app.cli import cli
 from app.core import config, loops, server
+from app.core.setting_specs import BY_NAME
 from tests.server_process import PROJECT_DIR, free_port
 
 NOT_INSTALLED = next(
@@ -47,6 +50,11 @@ BAD_SETTINGS = [
     ({"WEBSERVER_WORKER": "4"}, "WEBSERVER_WORKER (in the environment) is not a setting"
      " of this service; did you mean WEBSERVER_WORKERS?"),
     ({"WEBSERVER_FORWARDED_ALLOW_IPS": "10.0.0.0/8"}, "was renamed WEBSERVER_TRUSTED_PROXIES"),
+    # A bound is worded from the setting's declaration, as the Copier question words it.
+    ({"WEBSERVER_PORT": "0"}, "WEBSERVER_PORT='0' is refused: give a whole number from 1 to "
+     "65535."),
+    ({"WEBSERVER_ACCESS_LOG": "xml"}, "WEBSERVER_ACCESS_LOG='xml' is refused: choose off, "
+     "text, json."),
 ]
 if loops.python_version() < (3, 14):
     BAD_SETTINGS.append(
@@ -88,6 +96,79 @@ def test_a_misspelled_name_in_the_env_file_is_refused(
     )
     (tmp_path / ".env").write_text("WEBSERVER_ENGINE=granian\nOTHER_TOOL=1\n")
     assert config.unknown_settings_refusal() is None
+
+
+class GreetingSettings(BaseSettings):
+    """A user's AppSettings (app/custom.py) with one field."""
+
+    model_config = SettingsConfigDict(env_prefix="APP_", env_file=".env", extra="ignore")
+    greeting: str = "Hello"
+
+
+@pytest.fixture
+def app_settings(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """GreetingSettings as the app's, in a directory without .env, no APP_ names set."""
+    monkeypatch.setattr(custom, "AppSettings", GreetingSettings)
+    monkeypatch.chdir(tmp_path)
+    for name in list(os.environ):
+        if name.upper().startswith("APP_"):
+            monkeypatch.delenv(name)
+    return tmp_path
+
+
+@pytest.mark.parametrize("source", ["the environment", ".env"])
+def test_a_misspelled_app_setting_is_refused_as_a_server_one_is(
+    app_settings: Path, monkeypatch: pytest.MonkeyPatch, source: str
+) -> None:
+    """APP_ names are the user's (AppSettings in app/custom.py): one check for both."""
+    def given(name: str) -> None:
+        if source == ".env":
+            (app_settings / ".env").write_text(f"{name}=Hi\n")
+        else:
+            monkeypatch.setenv(name, "Hi")
+
+    given("APP_GREETNG")
+    assert config.unknown_settings_refusal() == (
+        f"APP_GREETNG (in {source}) is not a setting of this service; "
+        "did you mean APP_GREETING?"
+    )
+    monkeypatch.delenv("APP_GREETNG", raising=False)
+    given("APP_GREETING")
+    assert config.unknown_settings_refusal() is None
+    given("APP_SHOUTING_LOUDLY")
+    assert config.unknown_settings_refusal() == (
+        f"APP_SHOUTING_LOUDLY (in {source}) is not a setting of this service; "
+        "declare it on AppSettings in app/custom.py."
+    )
+
+
+def test_serve_refuses_a_misspelled_app_setting_with_exit_2(
+    app_settings: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(server, "serve", lambda *_: pytest.fail("the server was started"))
+    for name, value in {**WORKING_SETTINGS, "APP_GREETNG": "Hi"}.items():
+        monkeypatch.setenv(name, value)
+    result = CliRunner().invoke(cli, ["serve", "--port", str(free_port())])
+    assert result.exit_code == 2, result.output
+    assert result.stderr == (
+        "Cannot start: APP_GREETNG (in the environment) is not a setting of this service; "
+        "did you mean APP_GREETING?\n"
+    )
+
+
+def test_port_out_of_bounds_is_worded_from_its_declaration(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """`--port 0` and the Copier question say the same: both read the port's bounds."""
+    monkeypatch.setattr(server, "serve", lambda *_: pytest.fail("the server was started"))
+    for name, value in WORKING_SETTINGS.items():
+        monkeypatch.setenv(name, value)
+    result = CliRunner().invoke(cli, ["serve", "--port", "0"])
+    assert result.exit_code == 2, result.output
+    assert result.stderr == (
+        "Cannot start: WEBSERVER_PORT=0 is refused: give a whole number from 1 to 65535.\n"
+    )
+    assert BY_NAME["port"].wanted() == "give a whole number from 1 to 65535"
 
 
 def test_refusal_from_a_real_process_has_no_traceback() -> None:

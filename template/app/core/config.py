@@ -9,17 +9,26 @@ from __future__ import annotations
 import difflib
 import ipaddress
 import os
+from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 from typing import Any, Literal
 
 from dotenv import dotenv_values
-from pydantic import Field, ValidationError, create_model, field_validator, model_validator
+from pydantic import (
+    AliasChoices,
+    AliasPath,
+    Field,
+    ValidationError,
+    create_model,
+    field_validator,
+    model_validator,
+)
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from app.core import loops
 from app.core.answers import ANSWERS, PROJECT_NAME, PROJECT_SLUG
-from app.core.setting_specs import ENV_PREFIX, SETTINGS, SettingSpec
+from app.core.setting_specs import BY_NAME, ENV_PREFIX, SETTINGS, SettingSpec
 
 __all__ = ["ENV_PREFIX", "PROJECT_NAME", "PROJECT_SLUG", "Settings", "get_settings"]
 ENV_FILE = ".env"
@@ -92,11 +101,21 @@ class SettingsError(Exception):
     """A setting that cannot work, as one sentence for the person who set it."""
 
 
+# Errors a field's declaration decides (a value that does not parse, is out of bounds or
+# not a choice): worded from the declaration, as the Copier question words the answer.
+# Others (value_error) carry the sentence of the check that raised them.
+_DECLARED_ERRORS = ("_parsing", "_type", "greater_than", "less_than", "literal_error",
+                    "int_from_float", "finite_number")
+
+
 def describe(error: ValidationError) -> str:
     sentences = []
     for item in error.errors():
         message = str(item["msg"]).removeprefix("Value error, ")
         if item["loc"]:
+            spec = BY_NAME.get(str(item["loc"][0]))
+            if spec and spec.wanted() and any(part in item["type"] for part in _DECLARED_ERRORS):
+                message = spec.wanted()
             name = f"{ENV_PREFIX}{str(item['loc'][0]).upper()}"
             message = f"{name}={item['input']!r} is refused: {message[0].lower()}{message[1:]}."
         sentences.append(message)
@@ -107,11 +126,53 @@ def setting_names() -> list[str]:
     return [spec.env for spec in SETTINGS]
 
 
-def unknown_name_refusal(name: str, source: str) -> str | None:
-    """Why a WEBSERVER_* name is not a setting (renamed, or a typo), or None when it is."""
+@dataclass(frozen=True)
+class _Prefix:
+    """One family of settings read from the environment and `.env`."""
+
+    prefix: str
+    names: tuple[str, ...]  # every name it reads, upper case
+    nested: str | None  # pydantic-settings' env_nested_delimiter, if any
+    elsewhere: str  # where to look when no known name is close
+
+
+def _app_prefix() -> _Prefix | None:
+    """The user's APP_ settings: AppSettings in app/custom.py, which the template renders
+    once and never rewrites, so its fields (and even its prefix) are read from it."""
+    from app import custom  # here, not at the top: custom.py may import this module
+
+    app_settings = getattr(custom, "AppSettings", None)
+    if app_settings is None:
+        return None
+    config = app_settings.model_config
+    prefix = str(config.get("env_prefix") or "").upper()
+    if not prefix or prefix.startswith(ENV_PREFIX) or ENV_PREFIX.startswith(prefix):
+        # No prefix would claim every variable, and one overlapping WEBSERVER_ the server's.
+        return None
+    names: list[str] = []
+    for name, field in app_settings.model_fields.items():
+        alias = field.validation_alias or field.alias
+        choices = alias.choices if isinstance(alias, AliasChoices) else [alias] if alias else []
+        # An alias is read as it is spelt, without the prefix.
+        names += [str(choice.path[0] if isinstance(choice, AliasPath) else choice).upper()
+                  for choice in choices] or [f"{prefix}{name.upper()}"]
+    return _Prefix(prefix, tuple(names), config.get("env_nested_delimiter"),
+                   "declare it on AppSettings in app/custom.py")
+
+
+def _prefixes() -> list[_Prefix]:
+    ours = _Prefix(ENV_PREFIX, tuple(setting_names()), None, "see .env.example")
+    app = _app_prefix()
+    return [ours, app] if app else [ours]
+
+
+def unknown_name_refusal(name: str, source: str, family: _Prefix | None = None) -> str | None:
+    """Why a name with a settings prefix is not a setting (renamed, or a typo), or None."""
+    family = family or _prefixes()[0]
     upper = name.upper()
-    known = setting_names()
-    if upper in known:
+    if family.nested and family.nested.upper() in upper:
+        upper = upper.split(family.nested.upper(), 1)[0]  # APP_DB__HOST is field APP_DB
+    if upper in family.names:
         return None
     if upper in RENAMED_SETTINGS:
         new, release = RENAMED_SETTINGS[upper]
@@ -120,22 +181,25 @@ def unknown_name_refusal(name: str, source: str) -> str | None:
             f"set {new} instead."
         )
     # Compared without the prefix, which every name shares and would make all look alike.
-    suffixes = [known_name.removeprefix(ENV_PREFIX) for known_name in known]
-    close = difflib.get_close_matches(upper.removeprefix(ENV_PREFIX), suffixes, n=1)
-    hint = f"did you mean {ENV_PREFIX}{close[0]}?" if close else "see .env.example."
+    suffixes = {known.removeprefix(family.prefix): known for known in family.names}
+    close = difflib.get_close_matches(upper.removeprefix(family.prefix), suffixes, n=1)
+    hint = f"did you mean {suffixes[close[0]]}?" if close else f"{family.elsewhere}."
     return f"{name} (in {source}) is not a setting of this service; {hint}"
 
 
 def unknown_settings_refusal(env_file: str | Path = ENV_FILE) -> str | None:
-    """A misspelled or renamed WEBSERVER_* name would be ignored silently: refuse it."""
+    """A misspelled or renamed WEBSERVER_* or APP_* name would be ignored silently:
+    refuse it, the same way for the server's settings and the app's."""
     given = [(name, "the environment") for name in os.environ]
     if Path(env_file).is_file():
         given += [(name, str(env_file)) for name in dotenv_values(env_file)]
+    families = _prefixes()
     for name, source in given:
-        if name.upper().startswith(ENV_PREFIX):
-            reason = unknown_name_refusal(name, source)
-            if reason:
-                return reason
+        for family in families:
+            if name.upper().startswith(family.prefix):
+                reason = unknown_name_refusal(name, source, family)
+                if reason:
+                    return reason
     return None
 
 

@@ -1,8 +1,9 @@
 """Every setting, declared once: name, type, default, bounds and one line of help.
 
 The Settings model (config.py), the `serve` options, `.env.example`, the settings
-tables of the README and the docs, and what the launcher hands its workers are all
-derived from SETTINGS. Which engine honours which setting, and how, is in loops.py
+tables of the README and the docs, what the launcher hands its workers, and the words
+refusing a value out of bounds (at start and in the Copier questions) are all derived
+from SETTINGS. Which engine honours which setting, and how, is in loops.py
 (FEATURES). Plain Python with no third-party imports: the template's Copier extension
 loads this file to render `.env.example` and the README before anything is installed.
 """
@@ -63,6 +64,31 @@ class SettingSpec:
             return f"{number(self.minimum)}-{number(self.maximum)}"
         return f">= {number(self.minimum)}" if self.minimum is not None else ""
 
+    def wanted(self) -> str:
+        """What to give instead of a value that does not parse or is out of bounds, as
+        both the `serve` refusal and the Copier question for the same answer word it:
+        'give a whole number from 1 to 65535'. Empty for free text."""
+        if self.choices:
+            return choose(self.choices)
+        if self.kind is bool:
+            return "give true or false"
+        if self.kind in (int, float) and self.minimum is not None and self.maximum is not None:
+            return number_range(self.minimum, self.maximum, whole=self.kind is int)
+        return ""
+
+
+def number_range(low: float, high: float, *, whole: bool = True) -> str:
+    """The one wording of a numeric range, at run time and in the Copier questions."""
+    def shown(value: float) -> str:
+        return str(int(value)) if whole else f"{value:g}"
+
+    kind = "a whole number" if whole else "a number"
+    return f"give {kind} from {shown(low)} to {shown(high)}"
+
+
+def choose(choices: tuple[str, ...]) -> str:
+    return f"choose {', '.join(choices)}"
+
 
 LOG_LEVELS = ("critical", "error", "warning", "info", "debug")
 ACCESS_LOG_FORMATS = ("off", "text", "json")
@@ -114,6 +140,12 @@ SETTINGS: tuple[SettingSpec, ...] = (
     SettingSpec("log_level", str, "info", "log level", choices=LOG_LEVELS),
 )
 BY_NAME = {spec.name: spec for spec in SETTINGS}
+# The `port` answer is also the container's port (Dockerfile, Kubernetes manifests), and
+# the image runs as a non-root user, which may not listen below this: the Copier
+# question refuses lower answers. WEBSERVER_PORT itself keeps 1-65535, since a person
+# may run as root on purpose; a privileged port that cannot be bound is refused at
+# start with its own sentence (server.listen_address).
+UNPRIVILEGED_PORT_MINIMUM = 1024
 
 
 def env_example(answers: dict[str, object]) -> str:
