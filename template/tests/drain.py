@@ -104,7 +104,8 @@ async def _connection(host: str, port: int, request: bytes, stop_at: float,
 
 
 async def _run(url: str, stop: Callable[[], object], connections: int, signal_after: float,
-               duration: float, keep_alive: bool) -> tuple[float, list[Outcome]]:
+               duration: float, keep_alive: bool,
+               stall: tuple[Callable[[], object], float] | None) -> tuple[float, list[Outcome]]:
     parts = urlsplit(url)
     close = "" if keep_alive else "Connection: close\r\n"
     request = (
@@ -116,6 +117,10 @@ async def _run(url: str, stop: Callable[[], object], connections: int, signal_af
                                              start + duration, outcomes, keep_alive))
              for _ in range(connections)]
     await asyncio.sleep(signal_after)
+    if stall is not None:  # the server stops running while the clients go on
+        pause, seconds = stall
+        pause()
+        await asyncio.sleep(seconds)
     signal_at = time.monotonic()
     stop()
     await asyncio.gather(*tasks)
@@ -124,10 +129,12 @@ async def _run(url: str, stop: Callable[[], object], connections: int, signal_af
 
 def drive_and_stop(url: str, stop: Callable[[], object], wait: Callable[[], int | None], *,
                    connections: int = 64, signal_after: float = 1.0, duration: float = 3.0,
-                   grace: float = 15.0, keep_alive: bool = True) -> DrainReport:
+                   grace: float = 15.0, keep_alive: bool = True,
+                   stall: tuple[Callable[[], object], float] | None = None) -> DrainReport:
     """Load `url` with `connections` connections; call `stop` after `signal_after` s.
 
-    `wait` blocks until the server has exited and returns its exit code.
+    `wait` blocks until the server has exited and returns its exit code. With `stall`
+    (pause, seconds), `pause` is called that long before `stop`.
     """
     exited: list[tuple[float, int | None]] = []
 
@@ -138,7 +145,7 @@ def drive_and_stop(url: str, stop: Callable[[], object], wait: Callable[[], int 
     waiter = threading.Thread(target=wait_for_exit, daemon=True)
     waiter.start()
     signal_at, outcomes = asyncio.run(
-        _run(url, stop, connections, signal_after, duration, keep_alive)
+        _run(url, stop, connections, signal_after, duration, keep_alive, stall)
     )
     waiter.join(timeout=grace)
     if not exited:
@@ -146,7 +153,49 @@ def drive_and_stop(url: str, stop: Callable[[], object], wait: Callable[[], int 
     return DrainReport(signal_at, exited[0][0] - signal_at, exited[0][1], outcomes)
 
 
-def drive_and_terminate(url: str, process: subprocess.Popen[bytes], **load: Any) -> DrainReport:
-    """`drive_and_stop` with SIGTERM to `process` as the stop."""
-    return drive_and_stop(url, lambda: os.kill(process.pid, signal.SIGTERM), process.wait,
+def process_tree(pid: int) -> list[int]:
+    """`pid` and its descendants (workers), from /proc."""
+    tree, index = [pid], 0
+    while index < len(tree):
+        tasks = f"/proc/{tree[index]}/task"
+        for task in os.listdir(tasks) if os.path.isdir(tasks) else ():
+            with open(f"{tasks}/{task}/children") as children:
+                tree.extend(int(child) for child in children.read().split())
+        index += 1
+    return tree
+
+
+def drive_and_terminate(url: str, process: subprocess.Popen[bytes], *, stall: float = 0.0,
+                        **load: Any) -> DrainReport:
+    """`drive_and_stop` with SIGTERM to `process` as the stop.
+
+    With `stall`, the processes that accept connections (the workers, or the single
+    process) are stopped (SIGSTOP) that many seconds before SIGTERM, as when the
+    machine takes the core away: the connections the clients make meanwhile wait in
+    the listen queue. A single process is continued just before SIGTERM; workers one
+    second after it, once their main process has passed the signal on.
+    """
+    stopped: list[int] = []
+
+    def pause() -> None:
+        tree = process_tree(process.pid)
+        stopped.extend(tree[1:] or tree)
+        for pid in stopped:
+            os.kill(pid, signal.SIGSTOP)
+
+    def resume() -> None:
+        for pid in stopped:
+            os.kill(pid, signal.SIGCONT)
+
+    def stop() -> None:
+        if stopped == [process.pid]:
+            # Continued first: a signal that arrives while a process is stopped may go
+            # to any of its threads, where a main thread waiting on a lock misses it.
+            resume()
+            os.kill(process.pid, signal.SIGTERM)
+        else:
+            os.kill(process.pid, signal.SIGTERM)
+            threading.Timer(1.0, resume).start()
+
+    return drive_and_stop(url, stop, process.wait, stall=(pause, stall) if stall else None,
                           **load)

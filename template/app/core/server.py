@@ -6,6 +6,7 @@ import contextlib
 import errno
 import os
 import platform
+import signal
 import socket
 import sys
 from collections.abc import Callable
@@ -13,7 +14,7 @@ from pathlib import Path
 
 from starlette.types import ASGIApp
 
-from app.core import loops
+from app.core import drain, loops
 from app.core.config import PROJECT_SLUG, Settings, get_settings
 from app.core.setting_specs import BY_NAME, SETTINGS
 
@@ -24,6 +25,7 @@ APP_TARGET = "app.core.server:create_served_app"
 UVICORN_WS_PING_TIMEOUT = 20.0
 GRANIAN_RSS_SAMPLE_SECONDS = 5
 APP_DIR = Path(__file__).resolve().parents[1]
+DRAIN_TIMEOUT = 5.0
 
 
 def startup_line(settings: Settings, loop: str) -> str:
@@ -54,6 +56,8 @@ def create_served_app(app: ASGIApp | None = None) -> ASGIApp:
     from app.core.probes import ProbeMiddleware
     from app.main import create_app
 
+    if get_settings().engine == "granian":
+        drain.refuse_on_signal(get_settings().port)  # each worker has its own listener
     proxied = ProxyHeadersMiddleware(app or create_app(),
                                      trusted_hosts=get_settings().trusted_proxies)
     return ProbeMiddleware(proxied)
@@ -145,27 +149,35 @@ def run_uvicorn(settings: Settings, loop: str) -> None:
     from uvicorn.config import STARTUP_FAILURE
     from uvicorn.supervisors import ChangeReload
 
-    from app.core.uvicorn_supervisor import WorkerSupervisor
+    from app.core.uvicorn_supervisor import DrainingServer, WorkerSupervisor
 
     config = uvicorn_config(settings, loop)
-    server = uvicorn.Server(config)
+    sockets = [config.bind_socket()]
     # A supervisor whenever a worker may need replacing, one worker included; a single
     # process otherwise, as uvicorn runs it.
     supervised = (settings.workers > 1 or settings.worker_max_requests > 0
                   or settings.respawn_failed_workers)
     with contextlib.suppress(KeyboardInterrupt):
-        if settings.reload:
-            ChangeReload(config, target=server.run, sockets=[config.bind_socket()]).run()
+        if settings.reload:  # the reloader pickles the server for its child: plain
+            ChangeReload(config, target=uvicorn.Server(config).run, sockets=sockets).run()
         elif supervised:
-            supervisor = WorkerSupervisor(config, sockets=[config.bind_socket()])
+            supervisor = WorkerSupervisor(config, sockets=sockets)
             supervisor.respawn_failed = settings.respawn_failed_workers
+            supervisor.drain_timeout = drain_timeout(settings)
             supervisor.run()
             if supervisor.failed:
                 sys.exit(1)
         else:
-            server.run()
+            server = DrainingServer(config, sockets, drain_timeout=drain_timeout(settings))
+            server.run(sockets=sockets)
             if not server.started:
                 sys.exit(STARTUP_FAILURE)
+
+
+def drain_timeout(settings: Settings) -> float:
+    """How long SIGTERM waits for queued connections to be accepted (app/core/drain.py),
+    before the engine's own grace period for the requests in flight."""
+    return min(DRAIN_TIMEOUT, settings.graceful_timeout)
 
 
 def run_granian(settings: Settings, loop: str) -> None:
@@ -174,7 +186,7 @@ def run_granian(settings: Settings, loop: str) -> None:
     from granian.http import HTTP1Settings
     from granian.log import LogLevels
 
-    Granian(
+    server = Granian(
         APP_TARGET,
         factory=True,
         address=settings.host,
@@ -199,7 +211,16 @@ def run_granian(settings: Settings, loop: str) -> None:
         # granian samples RSS every 30 s by default; a leak is caught sooner this way.
         rss_sample_interval=GRANIAN_RSS_SAMPLE_SECONDS,
         workers_kill_timeout=settings.graceful_timeout,
-    ).serve()
+    )
+
+    @server.on_startup
+    def drain_on_sigterm() -> None:
+        # Runs in granian's main process once it has set its own signal handlers.
+        signal.signal(signal.SIGTERM, drain.draining(
+            signal.getsignal(signal.SIGTERM), settings.port, drain_timeout(settings),
+            refuse=drain.refuse_in_workers))
+
+    server.serve()
 
 
 def run_granian_dev(settings: Settings, loop: str) -> None:

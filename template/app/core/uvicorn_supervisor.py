@@ -1,4 +1,8 @@
-"""uvicorn's worker supervisor, with respawning a choice and recycling always on.
+"""uvicorn's server and worker supervisor, draining the listen queue on SIGTERM, with
+respawning a choice and recycling always on.
+
+Both take the connections already queued before they let uvicorn close the listener
+(app/core/drain.py), which would reset them.
 
 uvicorn's own supervisor replaces every worker that dies. Here a worker that exits 0
 has been recycled (`limit_max_requests`) and is always replaced; a worker that dies
@@ -9,17 +13,38 @@ whole server stops with exit code 1, for the orchestrator to restart, as granian
 from __future__ import annotations
 
 import logging
+from socket import socket
 
+from uvicorn import Config, Server
 from uvicorn.config import STARTUP_FAILURE
 from uvicorn.supervisors.multiprocess import Multiprocess, Process
+
+from app.core import drain
 
 logger = logging.getLogger("uvicorn.error")
 RECYCLED = 0
 
 
+class DrainingServer(Server):
+    """One uvicorn process serving `sockets` (bound by the launcher)."""
+
+    def __init__(self, config: Config, sockets: list[socket], drain_timeout: float) -> None:
+        super().__init__(config)
+        self.handle_exit = drain.draining(  # type: ignore[method-assign]
+            super().handle_exit, config.port, drain_timeout,
+            refuse=lambda: drain.refuse_new_connections(sockets))
+
+
 class WorkerSupervisor(Multiprocess):
     respawn_failed = False
     failed = False  # a worker died and was not replaced: the run is a failure
+    drain_timeout = 0.0
+
+    def handle_term(self) -> None:
+        # The workers go on accepting from the shared listener while it drains.
+        drain.refuse_new_connections(self.sockets)
+        drain.wait_until_accepted(self.config.port, self.drain_timeout)
+        super().handle_term()
 
     def keep_subprocess_alive(self) -> None:
         if self.should_exit.is_set():
