@@ -162,12 +162,12 @@ def play_the_kubernetes_manifests(project: Path, image: str, slug: str, port: in
     deployment["spec"]["replicas"] = 1
     container = deployment["spec"]["template"]["spec"]["containers"][0]
     container["ports"][0].update(hostPort=host_port, hostIP="127.0.0.1")
+    container["image"] = image  # the rendered one names a registry this machine lacks
     configmap = yaml.safe_load((manifests / "configmap.yaml").read_text())
     configmap["data"].update(WEBSERVER_ENGINE=engine, WEBSERVER_LOOP="auto",
                              WEBSERVER_GRACEFUL_TIMEOUT="2")
     (played / "deployment.yaml").write_text(yaml.safe_dump(deployment))
     (played / "configmap.yaml").write_text(yaml.safe_dump(configmap))
-    containers.podman("tag", image, f"localhost/{slug}:latest")
     deployment_file = str(played / "deployment.yaml")
     try:
         containers.podman("kube", "play", "--configmap", str(played / "configmap.yaml"),

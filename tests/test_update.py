@@ -170,10 +170,13 @@ def test_update_keeps_user_work_and_serves_the_changed_answer(
     git(project, "commit", "-qm", "Our work")
     env = project / ".env"
     old_name, new_name, renamed_in = RENAMED
+    # An APP_ setting only where the project has AppSettings to declare it (0.4.0 on):
+    # an undeclared one is refused.
+    user_setting = USER_SETTING if "app/custom.py" in user_files else ""
     user_proxy = f"{old_name if release_version(source) < renamed_in else new_name}=10.0.0.0/8"
     env.write_text("\n".join(
         line for line in env.read_text().splitlines() if not line.startswith("WEBSERVER_PORT=")
-    ) + f"\nWEBSERVER_PORT=9100\n{user_proxy}\n{USER_SETTING}\n")
+    ) + f"\nWEBSERVER_PORT=9100\n{user_proxy}\n{user_setting}\n")
 
     data = [arg for key, value in change.items() for arg in ("--data", f"{key}={value}")]
     update = subprocess.run(
@@ -211,7 +214,7 @@ def test_update_keeps_user_work_and_serves_the_changed_answer(
     assert got["pyproject.toml"] == pyproject
     # .env: the template's header and the user's values only (the answers are defaults).
     assert got[".env"] == (
-        want[".env"] + f"WEBSERVER_PORT=9100\n{new_name}=10.0.0.0/8\n{USER_SETTING}\n")
+        want[".env"] + f"WEBSERVER_PORT=9100\n{new_name}=10.0.0.0/8\n{user_setting}\n")
     recorded = yaml.safe_load(got[".copier-answers.yml"])
     assert {key: recorded.get(key) for key in answers} == {**answers, **change}
 
