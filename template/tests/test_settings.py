@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -42,6 +43,13 @@ BAD_SETTINGS = [
     ({"WEBSERVER_ENGINE": "granian", "WEBSERVER_WS_PING_INTERVAL": "20"}, "no WebSocket pings"),
     ({"WEBSERVER_WS_PING_INTERVAL": "-1"}, "WEBSERVER_WS_PING_INTERVAL='-1' is refused"),
     ({"WEBSERVER_TRUSTED_PROXIES": "proxy.local"}, "is not an address or network"),
+    ({"WEBSERVER_TRUSTED_PROXIES": "10.0.0.0/33"}, "is not an address or network"),
+    # Lists the proxy-headers middleware would keep as text no address ever equals.
+    ({"WEBSERVER_TRUSTED_PROXIES": "10.0.0.1/8"}, "WEBSERVER_TRUSTED_PROXIES='10.0.0.1/8' "
+     "is refused: '10.0.0.1/8' has host bits set, so it would match no address: write "
+     "10.0.0.0/8."),
+    ({"WEBSERVER_TRUSTED_PROXIES": "127.0.0.1,*"}, "is refused: * trusts every address and "
+     "must stand alone: give * by itself, or addresses and networks without it."),
     ({"WEBSERVER_ENGINE": "granian", "WEBSERVER_HTTP": "zttp"}, "has no parser choice"),
     ({"WEBSERVER_ENGINE": "uvicorn", "WEBSERVER_HTTP": "httptools", "WEBSERVER_HTTP2": "true"},
      "HTTP/2 under uvicorn needs the zttp parser"),
@@ -180,6 +188,125 @@ def test_refusal_from_a_real_process_has_no_traceback() -> None:
     assert result.returncode == 2
     assert result.stderr.startswith("Cannot start: rloop needs the granian engine")
     assert "Traceback" not in result.stderr
+
+
+@pytest.mark.parametrize(("given", "read"), [
+    ("127.0.0.1", "127.0.0.1"),
+    ("127.0.0.1, 10.0.0.0/8 , ::1", "127.0.0.1,10.0.0.0/8,::1"),
+    ("192.168.0.0/255.255.0.0,fd00::/8", "192.168.0.0/255.255.0.0,fd00::/8"),
+    (" * ", "*"),
+])
+def test_every_accepted_proxy_list_is_honoured_by_the_middleware(
+    given: str, read: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """What WEBSERVER_TRUSTED_PROXIES accepts, uvicorn's proxy-headers middleware (on
+    both engines) matches: an address of every entry is trusted. `10.0.0.1/8` and a `*`
+    among others were accepted and then matched nothing (refused now: BAD_SETTINGS)."""
+    import ipaddress
+
+    from uvicorn.middleware.proxy_headers import ProxyHeadersMiddleware
+
+    monkeypatch.chdir(tmp_path)  # no .env
+    for name, value in WORKING_SETTINGS.items():
+        monkeypatch.setenv(name, value)
+    value = config.Settings(trusted_proxies=given).trusted_proxies
+    assert value == read
+    trusted = ProxyHeadersMiddleware(lambda *_: None, trusted_hosts=value).trusted_hosts
+    for entry in value.split(","):
+        if entry == "*":
+            assert "198.51.100.1" in trusted
+            continue
+        assert str(ipaddress.ip_network(entry)[-1]) in trusted, entry
+
+
+CAP_DAC_OVERRIDE, CAP_DAC_READ_SEARCH, PR_CAPBSET_DROP = 1, 2, 24
+
+
+def _read_by_mode_even_as_root() -> None:
+    """In the child before exec: root reads any file whatever its mode, through these two
+    capabilities; dropped from the bounding set, the exec'd Python reads a mode-000 file
+    as anyone would. Real permissions, no mock (as another user the child could not
+    read the project in pytest's private tmp directory)."""
+    import ctypes
+
+    libc = ctypes.CDLL(None, use_errno=True)
+    for capability in (CAP_DAC_OVERRIDE, CAP_DAC_READ_SEARCH):
+        if libc.prctl(PR_CAPBSET_DROP, capability, 0, 0, 0) != 0:
+            raise OSError(ctypes.get_errno(), "prctl(PR_CAPBSET_DROP) refused")
+
+
+def _unreadable(env_file: Path) -> None:
+    env_file.write_text("WEBSERVER_PORT=9000\n")
+    env_file.chmod(0)
+
+
+# How a `.env` can be bad, and the sentence (after "Cannot start: ") naming it.
+BAD_ENV_FILES = [
+    pytest.param(lambda env: env.write_bytes(b"WEBSERVER_PORT=9000\nAPP_NOTE=d\xe9j\xe0\n"),
+                 "{env} is not UTF-8 text (line 2 holds the byte 0xe9): save it as UTF-8.",
+                 id="not-utf-8"),
+    pytest.param(_unreadable, "{env} cannot be read (Permission denied): let this process "
+                 "read it, or remove it.", id="unreadable"),
+    pytest.param(Path.mkdir, "{env} is a directory, not a settings file: remove it, or put "
+                 "the settings in a file of that name.", id="directory"),
+    pytest.param(lambda env: env.write_text("# local\nWEBSERVER_PORT 9000\nOTHER_TOOL=1\n"),
+                 "line 2 of {env} cannot be parsed as NAME=value: fix it (quote a value "
+                 "holding spaces, # or quotes) or comment it out with #.", id="unparsable-line"),
+]
+# Passed over silently too; the same check (in-process: each real start costs a second).
+OTHER_BAD_ENV_FILES = [
+    pytest.param(os.mkfifo, "{env} is a named pipe, not a settings file: remove it, or put "
+                 "the settings in a file of that name.", id="named-pipe"),
+    pytest.param(lambda env: env.symlink_to(env.with_name("gone")), "{env} is a symbolic "
+                 "link to {gone}, which does not exist: fix the link or remove it.",
+                 id="broken-link"),
+    pytest.param(lambda env: env.symlink_to(env), "{env} cannot be read (Too many levels of "
+                 "symbolic links): let this process read it, or remove it.", id="link-loop"),
+]
+
+
+@pytest.mark.parametrize(("make", "sentence"), BAD_ENV_FILES)
+def test_a_bad_env_file_stops_serve_with_one_sentence_naming_it(
+    make: Callable[[Path], object], sentence: str, tmp_path: Path
+) -> None:
+    """Through the real CLI: before, a traceback of 100+ lines (not UTF-8, unreadable),
+    or a start without the file's settings (a directory, a pipe, a broken link, a line
+    python-dotenv skips with a warning)."""
+    project = tmp_path.resolve()
+    env_file = project / ".env"
+    make(env_file)
+    before = os.lstat(env_file)
+    preexec = None
+    if make is _unreadable and os.geteuid() == 0:
+        preexec = _read_by_mode_even_as_root
+    command = [sys.executable, "-m", "app", "serve", "--port", str(free_port())]
+    environment = {**os.environ, **WORKING_SETTINGS, "PYTHONPATH": str(PROJECT_DIR)}
+    try:
+        result = subprocess.run(command, cwd=project, env=environment, capture_output=True,
+                                text=True, timeout=20, preexec_fn=preexec)
+    except subprocess.TimeoutExpired as expired:
+        pytest.fail(f"serve started despite the bad .env:\n{expired.stderr!r}")
+    except subprocess.SubprocessError as error:  # the prctl above, in a locked-down root
+        pytest.skip(f"cannot make a file unreadable to root here: {error}")
+    expected = sentence.format(env=env_file, gone=env_file.with_name("gone"))
+    assert (result.returncode, result.stderr, result.stdout) == (
+        2, f"Cannot start: {expected}\n", "")
+    after = os.lstat(env_file)  # left as it was: nothing read into it or rewritten
+    assert (after.st_mode, after.st_size, after.st_mtime_ns, after.st_ino) == (
+        before.st_mode, before.st_size, before.st_mtime_ns, before.st_ino)
+
+
+@pytest.mark.parametrize(("make", "sentence"), OTHER_BAD_ENV_FILES)
+def test_a_pipe_or_a_broken_link_as_env_file_is_refused_too(
+    make: Callable[[Path], object], sentence: str, tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch
+) -> None:
+    project = tmp_path.resolve()
+    monkeypatch.chdir(project)
+    make(project / ".env")
+    env_file = project / ".env"
+    assert config.env_file_refusal() == sentence.format(env=env_file,
+                                                        gone=env_file.with_name("gone"))
 
 
 def test_every_setting_appears_wherever_it_must() -> None:

@@ -7,14 +7,17 @@ model from them and adds the checks that span several settings.
 from __future__ import annotations
 
 import difflib
+import io
 import ipaddress
 import os
+import stat
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 from typing import Any, Literal
 
 from dotenv import dotenv_values
+from dotenv.parser import parse_stream
 from pydantic import (
     AliasChoices,
     AliasPath,
@@ -76,17 +79,26 @@ class Settings(_Declared):  # type: ignore[misc, valid-type]
     @field_validator("trusted_proxies")
     @classmethod
     def _addresses_or_networks(cls, value: str) -> str:
-        for item in (part.strip() for part in value.split(",")):
+        """Only what the proxy-headers middleware honours (uvicorn's, on both engines):
+        it keeps any other entry as text that no client address ever equals."""
+        items = [part.strip() for part in value.split(",")]
+        if items == ["*"]:
+            return "*"
+        for item in items:
             if item == "*":
-                continue
-            try:
-                ipaddress.ip_network(item, strict=False)
-            except ValueError:
                 raise ValueError(
-                    f"{item!r} is not an address or network; give addresses or networks "
-                    "separated by commas (127.0.0.1,10.0.0.0/8), or *"
-                ) from None
-        return value
+                    "* trusts every address and must stand alone: give * by itself, or "
+                    "addresses and networks without it"
+                )
+            try:
+                # As the middleware reads them: a network has a /, an address has none.
+                if "/" in item:
+                    ipaddress.ip_network(item)
+                else:
+                    ipaddress.ip_address(item)
+            except ValueError:
+                raise ValueError(_proxy_refusal(item)) from None
+        return ",".join(items)  # the form the middleware reads, spaces dropped
 
     @property
     def resolved_loop(self) -> str:
@@ -95,6 +107,15 @@ class Settings(_Declared):  # type: ignore[misc, valid-type]
     @property
     def resolved_http(self) -> str:
         return loops.resolve_http(self.engine, self.http)
+
+
+def _proxy_refusal(item: str) -> str:
+    try:
+        network = ipaddress.ip_network(item, strict=False)
+    except ValueError:
+        return (f"{item!r} is not an address or network; give addresses or networks "
+                "separated by commas (127.0.0.1,10.0.0.0/8), or *")
+    return (f"{item!r} has host bits set, so it would match no address: write {network}")
 
 
 class SettingsError(Exception):
@@ -203,9 +224,56 @@ def unknown_settings_refusal(env_file: str | Path = ENV_FILE) -> str | None:
     return None
 
 
+_NOT_REGULAR = ((stat.S_ISFIFO, "a named pipe"), (stat.S_ISSOCK, "a socket"),
+                (stat.S_ISCHR, "a device"), (stat.S_ISBLK, "a device"))
+
+
+def env_file_refusal(env_file: str | Path = ENV_FILE) -> str | None:
+    """Why `.env` cannot be read as settings, or None (also when there is none).
+
+    python-dotenv and pydantic-settings pass over a `.env` that is a directory, a
+    broken link or a pipe, skip each line they cannot parse with a warning, and
+    end in a traceback on one that is not UTF-8 or not readable: a setting given
+    there would be lost, or the start a page of traceback. This reads the file once,
+    changes nothing, and says what is wrong with it in one sentence.
+    """
+    path = Path(env_file)
+    if not os.path.lexists(path):
+        return None
+    name = os.path.abspath(path)
+    try:
+        mode = path.stat().st_mode
+        if stat.S_ISDIR(mode):
+            return (f"{name} is a directory, not a settings file: remove it, or put the "
+                    "settings in a file of that name.")
+        kind = next((kind for test, kind in _NOT_REGULAR if test(mode)), None)
+        if kind:
+            return (f"{name} is {kind}, not a settings file: remove it, or put the "
+                    "settings in a file of that name.")
+        data = path.read_bytes()
+    except FileNotFoundError:
+        return (f"{name} is a symbolic link to {os.readlink(path)}, which does not exist: "
+                "fix the link or remove it.")
+    except OSError as error:
+        return (f"{name} cannot be read ({error.strerror or error}): let this process "
+                "read it, or remove it.")
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as error:
+        line = data.count(b"\n", 0, error.start) + 1
+        return (f"{name} is not UTF-8 text (line {line} holds the byte "
+                f"0x{data[error.start]:02x}): save it as UTF-8.")
+    for binding in parse_stream(io.StringIO(text)):
+        if binding.error:
+            return (f"line {binding.original.line} of {name} cannot be parsed as "
+                    "NAME=value: fix it (quote a value holding spaces, # or quotes) or "
+                    "comment it out with #.")
+    return None
+
+
 def load_settings(**overrides: object) -> Settings:
     """Settings with command-line overrides on top; SettingsError when one cannot work."""
-    reason = unknown_settings_refusal()
+    reason = env_file_refusal() or unknown_settings_refusal()
     if reason:
         raise SettingsError(reason)
     given = {key: value for key, value in overrides.items() if value is not None}

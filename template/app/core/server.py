@@ -51,15 +51,14 @@ def publish(settings: Settings, loop: str) -> None:
 def create_served_app(app: ASGIApp | None = None) -> ASGIApp:
     """The app (create_app's unless given) behind uvicorn's proxy-headers middleware,
     whichever engine serves it, with the orchestrator's probes answered in front."""
-    from uvicorn.middleware.proxy_headers import ProxyHeadersMiddleware
-
     from app.core.probes import ProbeMiddleware
     from app.main import create_app
+    from app.middleware.forwarded import proxy_headers
 
     if get_settings().engine == "granian":
         drain.refuse_on_signal(get_settings().port)  # each worker has its own listener
-    proxied = ProxyHeadersMiddleware(app or create_app(),
-                                     trusted_hosts=get_settings().trusted_proxies)
+    # A forwarded client is believed only when it is an address (forwarded.py).
+    proxied = proxy_headers(app or create_app(), get_settings().trusted_proxies)
     return ProbeMiddleware(proxied)
 
 

@@ -1,8 +1,16 @@
 """One access log line per request, the same on both engines (theirs are off).
 
-Fields: time (UTC), client (after proxy headers), method, path, status, duration in
-ms, request id. WEBSERVER_ACCESS_LOG picks the shape: `text`, or `json` (one object
-per line). The line is written when the response ends, a pathsend included.
+Fields: time (UTC), client (request.client: an address, app/middleware/forwarded.py),
+method, path, status, duration in ms, request id. WEBSERVER_ACCESS_LOG picks the
+shape: `text`, or `json` (one object per line). The line is written when the response
+ends, a pathsend included.
+
+One request makes one line, whatever it holds: the engines hand the path over
+percent-decoded, so `/x/%0a...` would otherwise write a line of the caller's making,
+and `%1b[...` terminal escapes. The text line writes a quote, a backslash and every
+character that is not printable (controls, line separators, bidi overrides) as
+`\\xHH`, `\\uHHHH` or `\\UHHHHHHHH`, as nginx's `escape=default` does bytes; JSON
+escapes them its own way. The query string is not logged (it often carries tokens).
 """
 
 from __future__ import annotations
@@ -11,11 +19,28 @@ import json
 import sys
 import time
 from datetime import UTC, datetime
+from typing import Any
 
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from app.core.config import get_settings
 from app.middleware.messages import Message, is_response_end
+
+
+def escaped(text: str) -> str:
+    """`text` as it goes into a text line: itself, unless it holds a quote, a backslash
+    or a character that is not printable (the check is all a usual request pays)."""
+    if text.isprintable() and '"' not in text and "\\" not in text:
+        return text
+    return "".join(char if char.isprintable() and char not in '"\\' else _code(char)
+                   for char in text)
+
+
+def _code(char: str) -> str:
+    point = ord(char)
+    if point < 0x100:
+        return f"\\x{point:02x}"
+    return f"\\u{point:04x}" if point < 0x10000 else f"\\U{point:08x}"
 
 
 class AccessLogMiddleware:
@@ -25,9 +50,11 @@ class AccessLogMiddleware:
         self.app = app
         self.stream = sys.stdout
 
-    def line(self, fields: dict[str, object]) -> str:
-        return ('{time} {client} "{method} {path}" {status} {duration_ms}ms {request_id}\n'
-                .format(**fields))
+    def line(self, fields: dict[str, Any]) -> str:
+        # An f-string: str.format(**fields) cost more than the escaping checks.
+        return (f'{fields["time"]} {escaped(fields["client"])} '
+                f'"{escaped(fields["method"])} {escaped(fields["path"])}" {fields["status"]} '
+                f'{fields["duration_ms"]}ms {escaped(fields["request_id"])}\n')
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
