@@ -23,8 +23,8 @@ from starlette.requests import Request
 
 from app.core import loops
 from app.core.config import get_settings
+from app.core.forwarded import ForwardedHeadersMiddleware
 from app.middleware.access_log import escaped
-from app.middleware.forwarded import proxy_headers
 from tests.server_process import Server, running_server
 
 PEER = "127.0.0.1"
@@ -161,13 +161,14 @@ def test_what_could_break_a_line_or_a_terminal_is_escaped(text: str, written: st
 
 
 def test_the_forwarded_client_check_keeps_the_peer_in_process() -> None:
-    """proxy_headers alone, as create_served_app installs it: what request.client is."""
+    """The proxy-headers layer alone, as create_served_app installs it: what
+    request.client is."""
     seen: list[Any] = []
 
     async def app(scope: Any, receive: Any, send: Any) -> None:
         seen.append(Request(scope).client)
 
-    layer = proxy_headers(app, "127.0.0.1")
+    layer = ForwardedHeadersMiddleware(app, "127.0.0.1")
     for value in ["203.0.113.7", "[::1]:80", *NOT_ADDRESSES, "1" * 300]:
         scope = {"type": "http", "client": (PEER, 5000),
                  "headers": [(b"x-forwarded-for", value.encode())]}

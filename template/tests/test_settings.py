@@ -199,24 +199,26 @@ def test_refusal_from_a_real_process_has_no_traceback() -> None:
 def test_every_accepted_proxy_list_is_honoured_by_the_middleware(
     given: str, read: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """What WEBSERVER_TRUSTED_PROXIES accepts, uvicorn's proxy-headers middleware (on
-    both engines) matches: an address of every entry is trusted. `10.0.0.1/8` and a `*`
-    among others were accepted and then matched nothing (refused now: BAD_SETTINGS)."""
+    """What WEBSERVER_TRUSTED_PROXIES accepts, the proxy-headers middleware
+    (app/core/forwarded.py, on every engine) matches: an address of every entry is
+    trusted. `10.0.0.1/8` and a `*` among others were accepted and then matched nothing
+    (refused now: BAD_SETTINGS)."""
     import ipaddress
 
-    from uvicorn.middleware.proxy_headers import ProxyHeadersMiddleware
+    from app.core.forwarded import TrustedProxies
 
     monkeypatch.chdir(tmp_path)  # no .env
     for name, value in WORKING_SETTINGS.items():
         monkeypatch.setenv(name, value)
     value = config.Settings(trusted_proxies=given).trusted_proxies
     assert value == read
-    trusted = ProxyHeadersMiddleware(lambda *_: None, trusted_hosts=value).trusted_hosts
+    trusted = TrustedProxies(value)
     for entry in value.split(","):
         if entry == "*":
-            assert "198.51.100.1" in trusted
+            assert trusted.trusts("198.51.100.1")
             continue
-        assert str(ipaddress.ip_network(entry)[-1]) in trusted, entry
+        assert trusted.trusts(str(ipaddress.ip_network(entry)[-1])), entry
+    assert not trusted.trusts("198.51.100.1") or value == "*"
 
 
 CAP_DAC_OVERRIDE, CAP_DAC_READ_SEARCH, PR_CAPBSET_DROP = 1, 2, 24

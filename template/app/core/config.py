@@ -79,8 +79,7 @@ class Settings(_Declared):  # type: ignore[misc, valid-type]
     @field_validator("trusted_proxies")
     @classmethod
     def _addresses_or_networks(cls, value: str) -> str:
-        """Only what the proxy-headers middleware honours (uvicorn's, on both engines):
-        it keeps any other entry as text that no client address ever equals."""
+        """Only what the proxy-headers middleware (app/core/forwarded.py) honours."""
         items = [part.strip() for part in value.split(",")]
         if items == ["*"]:
             return "*"

@@ -18,9 +18,10 @@ from app.core import drain, loops
 from app.core.config import PROJECT_SLUG, Settings, get_settings
 from app.core.setting_specs import BY_NAME, SETTINGS
 
-# Both engines build the app through this factory, wrapped in the same proxy-headers
-# middleware, so a forwarded request gets the same answer on either (granian has no
-# option of its own, and its helper ignored X-Forwarded-Proto sent alone).
+# Every engine builds the app through this factory, wrapped in the same proxy-headers
+# middleware (app/core/forwarded.py), so a forwarded request gets the same answer on
+# each (granian has no option of its own, and its helper ignored X-Forwarded-Proto
+# sent alone).
 APP_TARGET = "app.core.server:create_served_app"
 UVICORN_WS_PING_TIMEOUT = 20.0
 GRANIAN_RSS_SAMPLE_SECONDS = 5
@@ -49,16 +50,15 @@ def publish(settings: Settings, loop: str) -> None:
 
 
 def create_served_app(app: ASGIApp | None = None) -> ASGIApp:
-    """The app (create_app's unless given) behind uvicorn's proxy-headers middleware,
+    """The app (create_app's unless given) behind the proxy-headers middleware,
     whichever engine serves it, with the orchestrator's probes answered in front."""
+    from app.core.forwarded import ForwardedHeadersMiddleware
     from app.core.probes import ProbeMiddleware
     from app.main import create_app
-    from app.middleware.forwarded import proxy_headers
 
     if get_settings().engine == "granian":
         drain.refuse_on_signal(get_settings().port)  # each worker has its own listener
-    # A forwarded client is believed only when it is an address (forwarded.py).
-    proxied = proxy_headers(app or create_app(), get_settings().trusted_proxies)
+    proxied = ForwardedHeadersMiddleware(app or create_app(), get_settings().trusted_proxies)
     return ProbeMiddleware(proxied)
 
 

@@ -1,6 +1,6 @@
 """One access log line per request, the same on both engines (theirs are off).
 
-Fields: time (UTC), client (request.client: an address, app/middleware/forwarded.py),
+Fields: time (UTC), client (request.client: an address, app/core/forwarded.py),
 method, path, status, duration in ms, request id. WEBSERVER_ACCESS_LOG picks the
 shape: `text`, or `json` (one object per line). The line is written when the response
 ends, a pathsend included.
