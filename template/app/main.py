@@ -9,15 +9,18 @@ from fastapi import APIRouter, FastAPI
 from fastapi.staticfiles import StaticFiles
 
 from app.api import demo, echo, health
-from app.core.config import PROJECT_NAME
+from app.core.config import PROJECT_NAME, get_settings
 from app.custom import MIDDLEWARE as CUSTOM_MIDDLEWARE
 from app.custom import customize
 from app.middleware import MIDDLEWARE
 from app.middleware.access_log import access_log_layer
+from app.middleware.errors import configure_logging
 from app.middleware.start_headers import fused
 from app.routes import discovered_routers
 
 STATIC_DIR = Path(__file__).parent / "static"
+# FastAPI's documentation routes, off unless WEBSERVER_API_DOCS (docs/security.md).
+NO_DOCS = {"openapi_url": None, "docs_url": None, "redoc_url": None}
 
 
 TEMPLATE_ROUTERS = (health.router, echo.router, demo.router)
@@ -33,7 +36,9 @@ def create_app(middleware: Sequence[type] | None = None,
                user_routers: Sequence[APIRouter] | None = None) -> FastAPI:
     """The app. `bench app` replaces the default middleware stack (`middleware`) and
     your routers from app/routes/ (`user_routers`) to compare variants."""
-    app = FastAPI(title=PROJECT_NAME)
+    settings = get_settings()
+    configure_logging(settings.log_level)  # the app's lines on stderr, as the engines'
+    app = FastAPI(title=PROJECT_NAME, **({} if settings.api_docs else NO_DOCS))
     # Every router included the FastAPI way, the template's as yours: dependencies,
     # responses, OpenAPI and body limits behave as FastAPI documents them
     # (tests/test_routing.py compares the app with a plain FastAPI one).

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import base64
+import os
+import socket
 from typing import Any
 
 import httpx
@@ -16,6 +19,9 @@ FORWARDED = {"X-Forwarded-For": "203.0.113.7", "X-Forwarded-Proto": "https"}
 PROTO_ONLY = {"X-Forwarded-Proto": "https"}
 ECHO = "echo through the engine"
 ECHO_BYTES = b"\x00\xffbinary frame"
+# observe() reads the API docs and the full health report, both off by default
+# (docs/security.md): the servers it observes run with these.
+OPEN = {"WEBSERVER_API_DOCS": "true", "WEBSERVER_HEALTH_DETAIL": "full"}
 
 
 def observe(base_url: str) -> dict[str, Any]:
@@ -71,3 +77,26 @@ def expected(*, proxy_trusted: bool) -> dict[str, Any]:
         "schema_has_health": True,
     }
 
+
+def handshake(base_url: str, headers: dict[str, str], path: str = "/ws/echo") -> socket.socket:
+    """A WebSocket handshake with exactly these headers (a browser's Origin, a forged
+    Host), on a raw socket: the caller reads the answer, and may go on as the client."""
+    host, port = base_url.removeprefix("http://").rsplit(":", 1)
+    sock = socket.create_connection((host, int(port)), timeout=10)
+    key = base64.b64encode(os.urandom(16)).decode()
+    lines = [f"GET {path} HTTP/1.1", *(f"{name}: {value}" for name, value in headers.items()),
+             "Upgrade: websocket", "Connection: Upgrade", f"Sec-WebSocket-Key: {key}",
+             "Sec-WebSocket-Version: 13"]
+    sock.sendall(("\r\n".join(lines) + "\r\n\r\n").encode("latin-1"))
+    return sock
+
+
+def status_line(sock: socket.socket) -> str:
+    """The first line of the answer: `HTTP/1.1 101 Switching Protocols`, or a refusal."""
+    answer = b""
+    while b"\r\n" not in answer:
+        chunk = sock.recv(4096)
+        if not chunk:
+            break
+        answer += chunk
+    return answer.split(b"\r\n", 1)[0].decode("latin-1")

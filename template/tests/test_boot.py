@@ -24,7 +24,7 @@ def loop_for(engine: str) -> str:
 @pytest.mark.parametrize("engine", loops.ENGINES)
 def test_engine_serves_on_the_configured_loop(engine: str) -> None:
     loop = loop_for(engine)
-    with running_server(["--engine", engine, "--loop", loop]) as server:
+    with running_server(["--engine", engine, "--loop", loop], env=request_set.OPEN) as server:
         detail = httpx.get(f"{server.url}/health/detailed").json()
         probes = [httpx.get(f"{server.url}{path}").text for path in ("/livez", "/readyz")]
         observed = request_set.observe(server.url)
@@ -62,7 +62,7 @@ def native_parsers_loaded(pid: int) -> set[str]:
 def test_parser_and_http2(engine: str, http: str, http2: bool) -> None:
     args = ["--engine", engine, "--loop", loop_for(engine), "--http", http]
     args += ["--http2"] if http2 else []
-    with running_server(args) as server:
+    with running_server(args, env=request_set.OPEN) as server:
         detail = httpx.get(f"{server.url}/health/detailed").json()
         loaded = native_parsers_loaded(detail["pid"])
         with httpx.Client(http1=False, http2=True) as client:  # h2c, prior knowledge
@@ -86,7 +86,8 @@ def test_two_workers_both_run_the_loop(engine: str) -> None:
     """Workers are forked (granian spawns them on 3.14): each must build the loop."""
     loop = loop_for(engine)
     seen: dict[int, str] = {}
-    with running_server(["--engine", engine, "--loop", loop, "--workers", "2"]) as server:
+    with running_server(["--engine", engine, "--loop", loop, "--workers", "2"],
+                        env=request_set.OPEN) as server:
         for _attempt in range(200):  # new connections until both workers answered
             detail = httpx.get(
                 f"{server.url}/health/detailed", headers={"Connection": "close"}
@@ -101,7 +102,7 @@ def test_two_workers_both_run_the_loop(engine: str) -> None:
 
 @pytest.mark.parametrize("engine", loops.ENGINES)
 def test_forwarded_headers_from_an_untrusted_address_are_ignored(engine: str) -> None:
-    env = {"WEBSERVER_TRUSTED_PROXIES": "192.0.2.1,10.0.0.0/8"}
+    env = {**request_set.OPEN, "WEBSERVER_TRUSTED_PROXIES": "192.0.2.1,10.0.0.0/8"}
     with running_server(["--engine", engine, "--loop", loop_for(engine)], env=env) as server:
         observed = request_set.observe(server.url)
     assert observed == request_set.expected(proxy_trusted=False)

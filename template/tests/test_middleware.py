@@ -32,7 +32,7 @@ BODY = [{"type": "http.response.body", "body": b"first ", "more_body": True},
         {"type": "http.response.body", "body": b"second", "more_body": False}]
 SCOPE = {"type": "http", "asgi": {"version": "3.0"}, "http_version": "1.1", "method": "GET",
          "scheme": "http", "path": "/static/file.txt", "raw_path": b"/static/file.txt",
-         "query_string": b"", "root_path": "", "headers": [(b"host", b"test")],
+         "query_string": b"", "root_path": "", "headers": [(b"host", b"localhost")],
          "client": ("127.0.0.1", 5000), "server": ("127.0.0.1", 8000),
          "extensions": {"http.response.pathsend": {}}}
 
@@ -142,7 +142,7 @@ def test_headers_the_app_set_itself_are_left_alone() -> None:
 @pytest.mark.parametrize(("given", "kept"), [
     (b"req-42.a_B", True), (b"has space", False), (b"x" * 129, False)])
 def test_a_sane_caller_request_id_is_kept_and_another_replaced(given: bytes, kept: bool) -> None:
-    scope = {**SCOPE, "headers": [(b"host", b"test"), (b"x-request-id", given)]}
+    scope = {**SCOPE, "headers": [(b"host", b"localhost"), (b"x-request-id", given)]}
     sent: list[dict[str, Any]] = []
 
     async def send(message: dict[str, Any]) -> None:

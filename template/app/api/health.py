@@ -1,4 +1,9 @@
-"""Liveness and a report of what is actually serving this process."""
+"""Liveness and a report of what is actually serving this process.
+
+The report gives out what an attacker would like to know (engine, parser, Python
+version, pid): it answers only its status unless WEBSERVER_HEALTH_DETAIL=full
+(docs/security.md). The startup line on stderr says the same to whoever runs it.
+"""
 
 from __future__ import annotations
 
@@ -21,6 +26,8 @@ async def health() -> dict[str, str]:
 @router.get("/detailed")
 async def health_detailed(request: Request) -> dict[str, str | int]:
     settings = get_settings()
+    if settings.health_detail != "full":
+        return {"status": "ok"}
     running = type(asyncio.get_running_loop())
     return {
         "status": "ok",

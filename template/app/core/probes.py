@@ -2,7 +2,9 @@
 
 An orchestrator probes every few seconds per pod; these answers cost neither FastAPI's
 stack nor an access log line. A worker that answers them has a running event loop;
-once the engine stops accepting (SIGTERM), the probes fail with the rest.
+once the engine stops accepting (SIGTERM), the probes fail with the rest. A probe names
+the pod's IP as its host: answered here, it never meets WEBSERVER_ALLOWED_HOSTS
+(app/middleware/allowed_hosts.py).
 """
 
 from __future__ import annotations

@@ -183,7 +183,7 @@ def run_granian(settings: Settings, loop: str) -> None:
     from granian import Granian
     from granian.constants import HTTPModes, Interfaces, Loops
     from granian.http import HTTP1Settings
-    from granian.log import LogLevels
+    from granian.log import LOGGING_CONFIG, LogLevels
 
     server = Granian(
         APP_TARGET,
@@ -203,6 +203,10 @@ def run_granian(settings: Settings, loop: str) -> None:
         # Its header read timeout also closes an idle keep-alive connection (measured).
         http1_settings=HTTP1Settings(header_read_timeout=settings.keepalive_timeout * 1000),
         log_level=LogLevels(settings.log_level),
+        # Its lines and tracebacks on stderr, as uvicorn's and the app's: stdout is the
+        # access log's alone (docs/security.md).
+        log_dictconfig={"handlers": {name: {**handler, "stream": "ext://sys.stderr"}
+                                     for name, handler in LOGGING_CONFIG["handlers"].items()}},
         log_access=False,  # the app's own access log, the same on both engines
         respawn_failed_workers=settings.respawn_failed_workers,
         workers_lifetime=settings.worker_lifetime or None,

@@ -92,6 +92,7 @@ def choose(choices: tuple[str, ...]) -> str:
 
 LOG_LEVELS = ("critical", "error", "warning", "info", "debug")
 ACCESS_LOG_FORMATS = ("off", "text", "json")
+HEALTH_DETAILS = ("minimal", "full")
 
 SETTINGS: tuple[SettingSpec, ...] = (
     SettingSpec("engine", str, Answer("default_engine"), "ASGI server: uvicorn or granian"),
@@ -134,6 +135,16 @@ SETTINGS: tuple[SettingSpec, ...] = (
                 "request id)", choices=ACCESS_LOG_FORMATS),
     SettingSpec("trusted_proxies", str, "127.0.0.1",
                 "proxies whose X-Forwarded-For/-Proto are believed: addresses, networks or *"),
+    SettingSpec("allowed_hosts", str, "localhost,127.0.0.1,::1",
+                "hosts a request may name (Host), others get 400: names, *.example.com, "
+                "or *"),
+    SettingSpec("ws_origins", str, "self",
+                "browser origins that may open a WebSocket, others get 403: self (the "
+                "page's own host), https://app.example.com, or *"),
+    SettingSpec("api_docs", bool, False, "serve the API docs: /docs, /redoc, /openapi.json"),
+    SettingSpec("health_detail", str, "minimal",
+                "what /health/detailed tells: minimal (its status) or full (engine, loop, "
+                "parser, client, Python version, pid)", choices=HEALTH_DETAILS),
     SettingSpec("graceful_timeout", int, 30,
                 "seconds a stopping server waits for in-flight requests", 1, 3600),
     SettingSpec("reload", bool, False, "restart on code changes (one worker)"),

@@ -5,9 +5,14 @@ granian advertises `http.response.pathsend`: a FileResponse then ends with a
 through, and `tests/test_middleware.py` drives every class in this package both ways.
 """
 
+from app.middleware.allowed_hosts import AllowedHostsMiddleware
+from app.middleware.errors import ServerErrorMiddleware
 from app.middleware.request_id import RequestIdMiddleware
 from app.middleware.security_headers import SecurityHeadersMiddleware
 from app.middleware.timing import TimingMiddleware
 
-# Outermost first.
-MIDDLEWARE = (RequestIdMiddleware, TimingMiddleware, SecurityHeadersMiddleware)
+# Outermost first. Refusals (a host not allowed) and 500s are answered inside the
+# request id and the security headers (and the access log, which create_app puts
+# after the request id), so they carry both and get their line.
+MIDDLEWARE = (RequestIdMiddleware, TimingMiddleware, SecurityHeadersMiddleware,
+              AllowedHostsMiddleware, ServerErrorMiddleware)

@@ -1,0 +1,104 @@
+"""Error paths answered inside the other middleware, and logged once, to stderr.
+
+Starlette turns an exception no handler took into a 500 outside every middleware, so
+that 500 had no request id, no security headers and no access log line. Here, inside
+them, it is answered like any other response: Starlette's plain 500 (or the one your
+handler for `Exception` or 500 builds, added in `customize`), after one ERROR line
+with its traceback on stderr. FastAPI's handlers (HTTPException, validation errors,
+yours for your own exceptions) run further in and are untouched. With `debug=True`
+Starlette's debug page is left to answer.
+
+A client that leaves before its request body was read (an aborted upload) is no
+error of the app: no traceback, and a 499 (nginx's "client closed request") that the
+access log writes and the engine, whose client is gone, drops.
+"""
+
+from __future__ import annotations
+
+import inspect
+import logging
+import sys
+from collections.abc import Awaitable
+
+from starlette.concurrency import run_in_threadpool
+from starlette.requests import ClientDisconnect, Request
+from starlette.responses import PlainTextResponse, Response
+from starlette.types import ASGIApp, Receive, Scope, Send
+
+from app.middleware.messages import Message
+
+LOGGER = logging.getLogger("app.errors")
+CLIENT_CLOSED = 499
+LOG_FORMAT = "[%(levelname)s] %(name)s: %(message)s"
+# uvicorn logs a text frame that is not UTF-8 as an ERROR with a traceback, though it
+# is the client's fault and uvicorn answers it properly (close code 1007).
+UVICORN_BAD_FRAME = "Invalid UTF-8 sequence received from client."
+
+
+class ServerErrorMiddleware:
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        started = False
+
+        def send_watched(message: Message) -> Awaitable[None]:
+            nonlocal started
+            if message["type"] == "http.response.start":
+                started = True
+            return send(message)
+
+        try:
+            await self.app(scope, receive, send_watched)
+        except ClientDisconnect:
+            if not started:
+                await send({"type": "http.response.start", "status": CLIENT_CLOSED,
+                            "headers": [(b"content-length", b"0")]})
+                await send({"type": "http.response.body", "body": b""})
+        except Exception as error:
+            app = scope.get("app")
+            if started or getattr(app, "debug", False):
+                raise  # the engine logs it and closes the connection: no second answer
+            LOGGER.error("%s %s failed (request id %s)", scope["method"], scope["path"],
+                         scope.get("state", {}).get("request_id", "-"), exc_info=error)
+            response = await error_response(app, Request(scope, receive), error)
+            await response(scope, receive, send)
+
+
+async def error_response(app: object, request: Request, error: Exception) -> Response:
+    """The app's handler for Exception or 500 when it has one, else Starlette's 500."""
+    handlers = getattr(app, "exception_handlers", {})
+    handler = handlers.get(500) or handlers.get(Exception)
+    if handler is None:
+        return PlainTextResponse("Internal Server Error", status_code=500)
+    if inspect.iscoroutinefunction(handler):
+        return await handler(request, error)
+    return await run_in_threadpool(handler, request, error)
+
+
+class _OneLine(logging.Filter):
+    """A client's invalid WebSocket frame as one WARNING line instead of a traceback."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if record.msg == UVICORN_BAD_FRAME:
+            record.exc_info, record.exc_text = None, None
+            record.levelno, record.levelname = logging.WARNING, "WARNING"
+        return True
+
+
+def configure_logging(level: str) -> None:
+    """The app's log lines on stderr, where both engines write theirs (stdout is the
+    access log's): loggers under `app` at WEBSERVER_LOG_LEVEL, others at WARNING. A
+    handler you set on the root logger yourself is kept."""
+    root = logging.getLogger()
+    if not root.handlers:
+        handler = logging.StreamHandler(sys.stderr)
+        handler.setFormatter(logging.Formatter(LOG_FORMAT))
+        root.addHandler(handler)
+    logging.getLogger("app").setLevel(level.upper())
+    engine = logging.getLogger("uvicorn.error")
+    if not any(isinstance(known, _OneLine) for known in engine.filters):
+        engine.addFilter(_OneLine())
