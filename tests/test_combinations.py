@@ -76,7 +76,8 @@ def test_combination(copie, cell: loops.MatrixCell) -> None:
 
     # No flags: the engine and loop are the answers (app/core/answers.py).
     runner = interpreter.command([str(python)], project)
-    with server_process.running_server(python=runner, cwd=project) as server:
+    with server_process.running_server(python=runner, cwd=project,
+                                       env={"WEBSERVER_HEALTH_DETAIL": "full"}) as server:
         detail = httpx.get(f"{server.url}/health/detailed").json()
     assert detail["engine"] == cell.engine
     assert detail["loop"] == served_loop(cell.loop)

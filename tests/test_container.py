@@ -93,7 +93,8 @@ def test_image_builds_serves_and_drains(copie, answer_set: str) -> None:
     name = f"cfe-test-{answer_set}"
 
     with containers.running(image, name, port, server_process.free_port(),
-                            env={"WEBSERVER_GRACEFUL_TIMEOUT": str(GRACE)}) as container:
+                            env={"WEBSERVER_GRACEFUL_TIMEOUT": str(GRACE),
+                                 "WEBSERVER_HEALTH_DETAIL": "full"}) as container:
         served = detail(container.url)
         assert (served["engine"], served["loop"]) == (engine, baked_loop)
         assert served["loop_class"].startswith(loops.LOOPS[baked_loop].module + ".")
@@ -128,7 +129,7 @@ def test_image_builds_serves_and_drains(copie, answer_set: str) -> None:
         assert report.exited_after is not None and report.exited_after < GRACE, report.summary()
         assert report.exit_code == 0, report.summary()
 
-    switched = {"WEBSERVER_ENGINE": other}
+    switched = {"WEBSERVER_ENGINE": other, "WEBSERVER_HEALTH_DETAIL": "full"}
     with containers.running(image, name, port, server_process.free_port(),
                             env=switched) as container:
         assert detail(container.url)["engine"] == other
@@ -165,7 +166,7 @@ def play_the_kubernetes_manifests(project: Path, image: str, slug: str, port: in
     container["image"] = image  # the rendered one names a registry this machine lacks
     configmap = yaml.safe_load((manifests / "configmap.yaml").read_text())
     configmap["data"].update(WEBSERVER_ENGINE=engine, WEBSERVER_LOOP="auto",
-                             WEBSERVER_GRACEFUL_TIMEOUT="2")
+                             WEBSERVER_GRACEFUL_TIMEOUT="2", WEBSERVER_HEALTH_DETAIL="full")
     (played / "deployment.yaml").write_text(yaml.safe_dump(deployment))
     (played / "configmap.yaml").write_text(yaml.safe_dump(configmap))
     deployment_file = str(played / "deployment.yaml")

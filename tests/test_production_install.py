@@ -58,7 +58,8 @@ def test_no_dev_dependency_is_installed(production: tuple[Path, Path]) -> None:
 def test_serves_on_each_engine(production: tuple[Path, Path], engine: str) -> None:
     script, workdir = production
     with server_process.running_server(["--engine", engine], program=[str(script)],
-                                       cwd=workdir) as server:
+                                       cwd=workdir,
+                                       env={"WEBSERVER_HEALTH_DETAIL": "full"}) as server:
         detail = server_process.httpx.get(f"{server.url}/health/detailed").json()
     assert detail["engine"] == engine
     assert detail["loop"] == served_loop(COPIER_DEFAULTS["loop_policy"])

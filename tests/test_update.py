@@ -223,7 +223,8 @@ def test_update_keeps_user_work_and_serves_the_changed_answer(
     interpreter, python = environment_for(served["python_version"],
                                           fresh.project_dir / "pyproject.toml")
     runner = interpreter.command([str(python)], project)
-    with server_process.running_server(python=runner, cwd=project) as server:
+    with server_process.running_server(python=runner, cwd=project,
+                                       env={"WEBSERVER_HEALTH_DETAIL": "full"}) as server:
         detail = httpx.get(f"{server.url}/health/detailed").json()
         ping = httpx.get(f"{server.url}/items/ping")
         greeting = httpx.get(f"{server.url}/items/greeting")

@@ -31,7 +31,7 @@ from fastapi.testclient import TestClient
 from pydantic import BaseModel
 from starlette.websockets import WebSocketDisconnect
 
-from app.core.config import PROJECT_NAME
+from app.core.config import PROJECT_NAME, get_settings
 from app.main import STATIC_DIR, TEMPLATE_ROUTERS, create_app
 
 TOKEN = {"Authorization": "Bearer letmein"}
@@ -134,6 +134,16 @@ def plain_app() -> FastAPI:
     for router in USER_ROUTERS:
         app.include_router(router)
     return app
+
+
+@pytest.fixture(autouse=True)
+def api_docs(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """FastAPI's documentation routes are compared too: on, as WEBSERVER_API_DOCS=true
+    serves them (they are off by default, docs/security.md)."""
+    monkeypatch.setenv("WEBSERVER_API_DOCS", "true")
+    get_settings.cache_clear()
+    yield
+    get_settings.cache_clear()
 
 
 def template_app() -> FastAPI:

@@ -22,7 +22,8 @@ SLICE_BATCHES = 4
 
 def request_scope(route: Route) -> dict[str, Any]:
     path, _, query = route.path.partition("?")
-    headers = [(b"host", b"bench"), *((k.lower().encode(), v.encode()) for k, v in route.headers)]
+    headers = [(b"host", b"localhost"),  # an allowed host (WEBSERVER_ALLOWED_HOSTS)
+               *((k.lower().encode(), v.encode()) for k, v in route.headers)]
     if route.body:
         headers.append((b"content-length", str(len(route.body)).encode()))
     return {
