@@ -166,6 +166,7 @@ def play_the_kubernetes_manifests(project: Path, image: str, slug: str, port: in
     container["image"] = image  # the rendered one names a registry this machine lacks
     configmap = yaml.safe_load((manifests / "configmap.yaml").read_text())
     configmap["data"].update(WEBSERVER_ENGINE=engine, WEBSERVER_LOOP="auto",
+                             WEBSERVER_ALLOWED_HOSTS="127.0.0.1",
                              WEBSERVER_GRACEFUL_TIMEOUT="2", WEBSERVER_HEALTH_DETAIL="full")
     (played / "deployment.yaml").write_text(yaml.safe_dump(deployment))
     (played / "configmap.yaml").write_text(yaml.safe_dump(configmap))
