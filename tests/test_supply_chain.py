@@ -207,3 +207,20 @@ def test_audit_commands_collect_the_locked_requirements(project: Path) -> None:
     assert collected, result.stderr
     # Markers leave out what this Python would not install (colorama on Windows).
     assert len(locked) - 2 <= int(collected[1]) <= len(locked), (collected[1], locked)
+
+
+def test_the_template_bumps_its_own_and_its_rendered_pins_together() -> None:
+    """The template repository's Dependabot covers the action pins of its CI and of the
+    workflows it renders in one grouped update, with the same cooldown."""
+    config_file = TEMPLATE_ROOT / ".github" / "dependabot.yml"
+    result = subprocess.run(
+        [str(BIN / "check-jsonschema"), "--builtin-schema", "vendor.dependabot",
+         str(config_file)],
+        capture_output=True, text=True, timeout=120,
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    (update,) = yaml.safe_load(config_file.read_text())["updates"]
+    assert update["package-ecosystem"] == "github-actions"
+    assert set(update["directories"]) == {"/", "/template"}
+    assert update["cooldown"]["default-days"] >= MIN_COOLDOWN_DAYS
+    assert [group["patterns"] for group in update["groups"].values()] == [["*"]]
