@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import inspect
-from typing import NoReturn
+from typing import Any, NoReturn
 
 import typer
 from rich.console import Console
 from rich.table import Table
+from typer.core import TyperGroup
 
-from app.bench import command as bench_command
 from app.core import loops, matrix_markdown
 from app.core.config import PROJECT_SLUG, SettingsError, load_settings
 from app.core.setting_specs import SETTINGS, SettingSpec
@@ -65,7 +65,25 @@ def refuse(sentence: str) -> NoReturn:
     raise typer.Exit(2)
 
 
-cli.add_typer(bench_command.bench, name="bench")
+class BenchCommands(TyperGroup):
+    """`bench`: the measuring tool beside the service, in its own package (`bench/`),
+    imported only when a bench command runs or its help is shown."""
+
+    def _loaded(self) -> TyperGroup:
+        from bench.command import bench
+
+        return typer.main.get_command(bench)  # type: ignore[return-value]
+
+    def list_commands(self, ctx: typer.Context) -> list[str]:
+        return self._loaded().list_commands(ctx)
+
+    def get_command(self, ctx: typer.Context, cmd_name: str) -> Any:
+        return self._loaded().get_command(ctx, cmd_name)
+
+
+cli.add_typer(typer.Typer(), name="bench", cls=BenchCommands, no_args_is_help=True,
+              help="Measure the engines, or this app's layers, on a route of this app.",
+              short_help="Measure the engines or this app's layers.")
 
 
 @cli.command(short_help="Which loops each engine runs here, and what `auto` picks.")

@@ -12,11 +12,11 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from app.bench import drivers, harness
-from app.bench.model import Config, Measured, Round
-from app.bench.route import Route, RouteError
-from app.bench.verdict import verdict
 from app.cli import cli
+from bench import drivers, harness
+from bench.model import Config, Measured, Round
+from bench.route import Route, RouteError
+from bench.verdict import verdict
 from tests.server_process import free_port, running_server
 
 pytestmark = pytest.mark.bench

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from app.bench.model import configs_for
 from app.core import loops
+from bench.model import configs_for
 
 PYTHON = loops.python_version()
 

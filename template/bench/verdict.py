@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from app.bench.model import Measured
-from app.bench.route import Route
+from bench.model import Measured
+from bench.route import Route
 
 
 def verdict(results: list[Measured], route: Route, app_cost_us: float | None) -> str:

@@ -1,6 +1,6 @@
 """The bundled load driver: HTTP/1.1 keep-alive, one request in flight per connection.
 
-Run as its own process (`python -m app.bench.pydriver URL CONNECTIONS SECONDS ROUTE_JSON`)
+Run as its own process (`python -m bench.pydriver URL CONNECTIONS SECONDS ROUTE_JSON`)
 so it can be pinned to its own core; prints one JSON line with the counted figures.
 Measured on the development machine: on uvloop it saturates granian using 0.44 of a
 core; on the stock asyncio loop it tops out near 34k requests/s.

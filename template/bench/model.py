@@ -11,8 +11,8 @@ from __future__ import annotations
 import statistics
 from dataclasses import dataclass, field
 
-from app.bench import drivers
 from app.core import loops
+from bench import drivers
 
 SATURATED = 0.85  # share of the server's core below which rates are only a floor
 

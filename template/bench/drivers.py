@@ -13,7 +13,7 @@ import sys
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from app.bench.route import Route
+from bench.route import Route
 
 
 @dataclass
@@ -159,7 +159,7 @@ class Python(Driver):
         spec = workdir / "route.json"
         spec.write_text(json.dumps({"method": route.method, "headers": route.headers,
                                     "body": route.body.decode("latin-1")}))
-        return [sys.executable, "-m", "app.bench.pydriver", url, str(connections),
+        return [sys.executable, "-m", "bench.pydriver", url, str(connections),
                 str(seconds), str(spec)]
 
     def parse(self, output: str) -> LoadResult:

@@ -6,12 +6,14 @@ from pathlib import Path
 
 import typer
 
-from app.bench import drivers
-from app.bench.model import configs_for
-from app.bench.route import Route, RouteError, parse_pairs
 from app.core import loops
+from bench import drivers
+from bench.model import configs_for
+from bench.route import Route, RouteError, parse_pairs
 
-bench = typer.Typer(help="Measure the engines on a route of this app.", no_args_is_help=True)
+# Click's plain help, as the project's command line (app/cli.py) gives it.
+bench = typer.Typer(help="Measure the engines on a route of this app.", no_args_is_help=True,
+                    rich_markup_mode=None)
 
 
 @bench.command("engines", short_help="Boot each engine, load it alike, report what changes.")
@@ -37,7 +39,7 @@ def bench_engines(
     json_file: Path | None = typer.Option(None, "--json", help="Write every figure here."),
 ) -> None:
     """Boot each engine and drive identical load at it; report what the engine changes."""
-    from app.bench import report
+    from bench import report
 
     try:
         body = payload_file.read_bytes() if payload_file else (payload or "").encode()
@@ -68,7 +70,7 @@ def bench_app(
 ) -> None:
     """What this app's layers cost over bare FastAPI, in-process: on /health/ and on a
     route shaped like yours (a router in app/routes/, a path parameter, a dependency)."""
-    from app.bench import app_overhead, user_like
+    from bench import app_overhead, user_like
 
     try:
         cases = [(Route(path, dict(parse_pairs(path_param, "=", "--path-param")), "GET",
@@ -87,7 +89,7 @@ def print_overhead(route: Route, measured: list) -> None:
     from rich.console import Console
     from rich.table import Table
 
-    from app.bench import app_overhead
+    from bench import app_overhead
 
     bare, rounds = measured[0], len(measured[0].slices_us)
     table = Table(title=f"In-process CPU per request on {route.method} {route.path_template} "

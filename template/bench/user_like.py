@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from fastapi import APIRouter, Depends, Header, HTTPException
 
-from app.bench.route import Route
+from bench.route import Route
 
 TOKEN = "bench-token"
 

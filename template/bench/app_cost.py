@@ -12,7 +12,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from app.bench.route import Route
+from bench.route import Route
 
 CONCURRENCY = 64  # like the load drivers, so awaiting routes overlap
 # A slice of 4 x 64 calls is ~10-20 ms of a trivial route: short enough that a

@@ -25,8 +25,8 @@ from typing import Any
 from fastapi import APIRouter, FastAPI
 from starlette.routing import Match
 
-from app.bench.app_cost import SLICE_BATCHES, cpu_per_request, request_scope, warm_up
-from app.bench.route import Route, RouteError
+from bench.app_cost import SLICE_BATCHES, cpu_per_request, request_scope, warm_up
+from bench.route import Route, RouteError
 
 BARE = "bare FastAPI, this router only"
 NO_MIDDLEWARE = "this app, no middleware"

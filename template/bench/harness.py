@@ -19,10 +19,10 @@ import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 
-from app.bench import drivers
-from app.bench.model import Config, Measured, Round
-from app.bench.process_cpu import tree_cpu_seconds
-from app.bench.route import Route
+from bench import drivers
+from bench.model import Config, Measured, Round
+from bench.process_cpu import tree_cpu_seconds
+from bench.route import Route
 
 
 def cores() -> tuple[set[int] | None, set[int] | None]:

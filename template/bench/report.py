@@ -8,11 +8,11 @@ from pathlib import Path
 from rich.console import Console
 from rich.table import Table
 
-from app.bench import drivers, harness
-from app.bench.app_cost import app_cpu_us_per_request
-from app.bench.model import Config, Measured
-from app.bench.route import Route
-from app.bench.verdict import verdict
+from bench import drivers, harness
+from bench.app_cost import app_cpu_us_per_request
+from bench.model import Config, Measured
+from bench.route import Route
+from bench.verdict import verdict
 
 
 def _cell(measured: Measured, figure: str, fmt: str) -> str:
