@@ -46,6 +46,20 @@ def load_template_module(relative: str) -> ModuleType:
     return module
 
 
+def load_template_package(name: str) -> ModuleType:
+    """A package of the generated project, importable here by its own name, so a module
+    loaded by path can import from it as it does in the project (tests/drain.py reads
+    responses with `bench.http1`). Its modules must not import `app` at their top."""
+    path = TEMPLATE / name
+    spec = importlib.util.spec_from_file_location(
+        name, path / "__init__.py", submodule_search_locations=[str(path)])
+    assert spec and spec.loader
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
 loops = load_template_module("app/core/loops.py")
 setting_specs = load_template_module("app/core/setting_specs.py")
 

@@ -6,7 +6,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from extensions.matrix import load_template_module, loops
+from extensions.matrix import load_template_module, load_template_package, loops
 from tests import interpreters, project_envs, releases
 
 TEMPLATE_ROOT = Path(__file__).resolve().parents[1]
@@ -21,6 +21,7 @@ FULL_ONLY = "full matrix only: make test-all (FULL_MATRIX=1) runs it"
 
 
 server_process = load_template_module("tests/server_process.py")
+load_template_package("bench")  # drain.py reads responses with bench.http1
 drain = load_template_module("tests/drain.py")
 # The answer sets a deployment is checked with: the defaults and a granian-first one.
 DEPLOY_ANSWER_SETS: dict[str, dict[str, object]] = {

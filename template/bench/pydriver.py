@@ -1,6 +1,8 @@
 """The bundled load driver: HTTP/1.1 keep-alive, one request in flight per connection.
 
-Run as its own process (`python -m bench.pydriver URL CONNECTIONS SECONDS ROUTE_JSON`)
+Responses are read whole (http1.py: Content-Length, chunked, or to the close; a
+connection the server closes is replaced). Run as its own process
+(`python -m bench.pydriver URL CONNECTIONS SECONDS ROUTE_JSON`)
 so it can be pinned to its own core; prints one JSON line with the counted figures.
 Measured on the development machine: on uvloop it saturates granian using 0.44 of a
 core; on the stock asyncio loop it tops out near 34k requests/s.
@@ -15,12 +17,17 @@ import time
 from pathlib import Path
 from urllib.parse import urlsplit
 
+from bench.http1 import Response, ResponseError, ResponseReader
+
 
 class Connection(asyncio.Protocol):
-    def __init__(self, request: bytes, stats: Stats) -> None:
+    """One keep-alive connection: a request, its whole response, the next request."""
+
+    def __init__(self, request: bytes, method: str, stats: Stats) -> None:
         self.request, self.stats = request, stats
-        self.buffer = b""
+        self.reader = ResponseReader(method)
         self.sent_at = 0.0
+        self.in_flight = False
         self.closed = asyncio.get_running_loop().create_future()
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
@@ -31,30 +38,36 @@ class Connection(asyncio.Protocol):
         if time.perf_counter() >= self.stats.stop_at:
             self.transport.close()
             return
-        self.sent_at = time.perf_counter()
+        self.sent_at, self.in_flight = time.perf_counter(), True
         self.transport.write(self.request)  # type: ignore[attr-defined]
 
+    def done(self, response: Response) -> None:
+        self.in_flight = False
+        self.stats.record(response.status, time.perf_counter() - self.sent_at)
+
     def data_received(self, data: bytes) -> None:
-        self.buffer += data
-        while True:
-            head_end = self.buffer.find(b"\r\n\r\n")
-            if head_end < 0:
+        try:
+            responses = self.reader.feed(data)
+        except ResponseError:
+            self.stats.failed += 1
+            self.in_flight = False
+            self.transport.close()
+            return
+        for response in responses:
+            self.done(response)
+            if response.closes:  # the server closes: a new connection takes over
+                self.transport.close()
                 return
-            head = self.buffer[:head_end].decode("latin-1").split("\r\n")
-            length = 0
-            for line in head[1:]:
-                name, _, value = line.partition(":")
-                if name.strip().lower() == "content-length":
-                    length = int(value)
-            end = head_end + 4 + length
-            if len(self.buffer) < end:
-                return
-            self.buffer = self.buffer[end:]
-            self.stats.record(int(head[0].split()[1]), time.perf_counter() - self.sent_at)
             self.send()
 
     def connection_lost(self, exc: Exception | None) -> None:
-        if self.sent_at and time.perf_counter() < self.stats.stop_at:
+        try:
+            last = self.reader.eof()  # a body that ran to the close ends here
+        except ResponseError:
+            last = None
+        if last is not None:
+            self.done(last)
+        elif self.in_flight and time.perf_counter() < self.stats.stop_at:
             self.stats.failed += 1
         if not self.closed.done():
             self.closed.set_result(None)
@@ -79,6 +92,20 @@ def percentile(ordered: list[float], share: float) -> float | None:
     return ordered[min(len(ordered) - 1, int(share * len(ordered)))] * 1000
 
 
+async def keep_connected(host: str, port: int, request: bytes, method: str,
+                         stats: Stats) -> None:
+    """One connection slot: reconnects after a close until the time is up."""
+    loop = asyncio.get_running_loop()
+    while time.perf_counter() < stats.stop_at:
+        try:
+            _, protocol = await loop.create_connection(
+                lambda: Connection(request, method, stats), host, port)
+        except OSError:
+            stats.failed += 1
+            return
+        await protocol.closed
+
+
 async def run(url: str, connections: int, seconds: float, route: dict) -> dict:
     parts = urlsplit(url)
     target = parts.path + (f"?{parts.query}" if parts.query else "")
@@ -88,18 +115,11 @@ async def run(url: str, connections: int, seconds: float, route: dict) -> dict:
         headers.append(f"Content-Length: {len(body)}")
     request = (f"{route['method']} {target} HTTP/1.1\r\n" + "\r\n".join(headers)
                + "\r\n\r\n").encode("latin-1") + body
-    loop = asyncio.get_running_loop()
     started = time.perf_counter()
     stats = Stats(started + seconds)
-    protocols = []
-    for _ in range(connections):
-        try:
-            _, protocol = await loop.create_connection(
-                lambda: Connection(request, stats), parts.hostname, parts.port)
-            protocols.append(protocol)
-        except OSError:
-            stats.failed += 1
-    await asyncio.gather(*(p.closed for p in protocols))
+    await asyncio.gather(*(keep_connected(parts.hostname or "127.0.0.1", parts.port or 80,
+                                          request, route["method"], stats)
+                           for _ in range(connections)))
     elapsed = time.perf_counter() - started
     ordered = sorted(stats.latencies)
     return {

@@ -19,6 +19,8 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlsplit
 
+from bench.http1 import ResponseReader
+
 
 @dataclass
 class Outcome:
@@ -58,18 +60,12 @@ class DrainReport:
         )
 
 
-async def _read_response(reader: asyncio.StreamReader, outcome: Outcome) -> None:
-    head = await reader.readuntil(b"\r\n\r\n")
-    outcome.partial = True
-    lines = head.decode("latin-1").split("\r\n")
-    length = 0
-    for line in lines[1:]:
-        name, _, value = line.partition(":")
-        if name.strip().lower() == "content-length":
-            length = int(value)
-    await reader.readexactly(length)
-    outcome.status = int(lines[0].split()[1])
-    outcome.partial = False
+async def _read_response(reader: asyncio.StreamReader, responses: ResponseReader,
+                         outcome: Outcome) -> None:
+    """Until one whole response arrived, however its body is framed (bench/http1.py)."""
+    while (response := responses.take(await reader.read(65536))) is None:
+        outcome.partial = responses.mid_response
+    outcome.status, outcome.partial = response.status, False
 
 
 async def _connection(host: str, port: int, request: bytes, stop_at: float,
@@ -79,6 +75,7 @@ async def _connection(host: str, port: int, request: bytes, stop_at: float,
         try:
             if writer is None:
                 reader, writer = await asyncio.open_connection(host, port)
+                responses = ResponseReader()
         except OSError:
             await asyncio.sleep(0.01)  # refused: the server stopped accepting
             continue
@@ -88,7 +85,7 @@ async def _connection(host: str, port: int, request: bytes, stop_at: float,
             await writer.drain()
             outcome.sent_at = time.monotonic()
             outcomes.append(outcome)
-            await _read_response(reader, outcome)
+            await _read_response(reader, responses, outcome)
             if not keep_alive:
                 writer.close()
                 reader = writer = None
