@@ -71,7 +71,7 @@ def test_engines_and_bench_engines_run(production: tuple[Path, Path]) -> None:
     assert engines.returncode == 0, engines.stderr
     assert all(engine in engines.stdout for engine in loops.ENGINES)
     bench = run(production, "bench", "engines", "--engine", loops.ENGINES[-1],
-                "--driver", "python", "--duration", "1", "--rounds", "1", "--warmup", "0",
+                "--driver", "python", "--duration", "1", "--warmup", "0",
                 "-c", "4", "--json", "bench.json")
     assert bench.returncode == 0, bench.stdout[-2000:] + bench.stderr[-2000:]
     figures = json.loads((production[1] / "bench.json").read_text())

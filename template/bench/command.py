@@ -2,21 +2,24 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import typer
 
 from app.core import loops
-from bench import drivers
-from bench.model import configs_for
+from bench import drivers, harness, stats
+from bench.model import Config, configs_for
 from bench.route import Route, RouteError, parse_pairs
 
+# Counted seconds of load per configuration (docs/benchmarks.md: repeatability).
+DURATION = 30.0
 # Click's plain help, as the project's command line (app/cli.py) gives it.
 bench = typer.Typer(help="Measure the engines on a route of this app.", no_args_is_help=True,
                     rich_markup_mode=None)
 
 
-@bench.command("engines", short_help="Boot each engine, load it alike, report what changes.")
+@bench.command("engines", short_help="Boot each engine, load them in turn, compare.")
 def bench_engines(
     path: str = typer.Option("/health/", help="Route; {name} parts come from --path-param."),
     path_param: list[str] = typer.Option([], help="NAME=VALUE for a {NAME} in --path."),
@@ -32,14 +35,25 @@ def bench_engines(
     workers: int = typer.Option(1, min=1, max=64, help="Worker processes of each server; "
                                 "other settings come from the environment and .env."),
     connections: int = typer.Option(64, "-c", "--connections", min=1, help="Connections."),
-    duration: float = typer.Option(5.0, "--duration", min=1, help="Seconds per round."),
-    rounds: int = typer.Option(3, min=1, help="Rounds per configuration, interleaved."),
+    duration: float = typer.Option(
+        DURATION, "--duration", min=1,
+        help="Seconds of load per configuration, in slices taken in turn."),
+    slice_length: float | None = typer.Option(
+        None, "--slice", min=0.2, show_default=False,
+        help="Seconds per slice (default: from the warm-up, 1 s or more)."),
     warmup: float = typer.Option(2.0, min=0, help="Seconds of load before counting."),
+    threshold: float = typer.Option(
+        stats.THRESHOLD * 100, min=0, help="Percent within which two servers are "
+        "called alike (no measurable difference)."),
     target: str | None = typer.Option(None, help="Measure this running server instead."),
     json_file: Path | None = typer.Option(None, "--json", help="Write every figure here."),
 ) -> None:
-    """Boot each engine and drive identical load at it; report what the engine changes."""
-    from bench import report
+    """Boot each engine, load them in turn in short slices, and say, with 95 % confidence
+    intervals, whether the engine changes requests/s and CPU per request on this route."""
+    from rich.console import Console
+
+    from bench import report, verdict
+    from bench.app_cost import app_cpu_us_per_request
 
     try:
         body = payload_file.read_bytes() if payload_file else (payload or "").encode()
@@ -53,11 +67,55 @@ def bench_engines(
     except (RouteError, drivers.DriverError, ValueError, OSError) as error:
         typer.echo(f"Cannot bench: {error}", err=True)
         raise typer.Exit(2) from None
-    failed = report.run_and_report(
-        configs, route, chosen, skipped, connections=connections, seconds=duration,
-        rounds=rounds, warmup=warmup, target=target, json_file=json_file,
-    )
-    raise typer.Exit(1 if failed else 0)
+    console = Console(width=max(Console().width, 140))
+    console.print(f"driver: {chosen.name}" + (f" ({chosen.note})" if chosen.note else "")
+                  + (f"; passed over: {'; '.join(skipped)}" if skipped else ""), highlight=False)
+    options = {"connections": connections, "duration": duration, "slice_length": slice_length,
+               "warmup": warmup}
+    app_cost = None
+    if target:
+        run = harness.measure_target(target, route, chosen, **options)
+    else:
+        reference = reference_of(configs)
+        console.print(
+            (f"reference: {configs[reference].label}{reference_note(configs[reference])}; "
+             if len(configs) > 1 else "") + f"about {len(configs) * (warmup + duration * 1.1):.0f}"
+            " s, longer when rounds are set aside", highlight=False)
+        try:
+            run = harness.measure(configs, route, chosen, **options, reference=reference,
+                                  threshold=threshold / 100)
+        except (RuntimeError, drivers.DriverError) as error:  # a server that did not start
+            typer.echo(f"Cannot bench: {error}", err=True)
+            raise typer.Exit(2) from None
+        try:
+            app_cost = app_cpu_us_per_request(route)
+        except ValueError as error:  # the route fails in-process too: no share to report
+            console.print(f"app alone: not measured ({error})")
+    summary = verdict.summarize(run)
+    sentences, notes = verdict.verdict(summary, route, app_cost), verdict.warnings(summary)
+    report.render(console, summary, chosen, app_cost, sentences, notes)
+    if json_file:
+        json_file.write_text(json.dumps(
+            report.as_json(summary, route, chosen, app_cost, sentences, notes), indent=2))
+    raise typer.Exit(1 if any(run.failed(i) for i in range(len(run.configs))) else 0)
+
+
+def default_engine() -> str:
+    from app.core.answers import ANSWERS
+
+    return str(ANSWERS["default_engine"])
+
+
+def reference_of(configs: list[Config]) -> int:
+    """The first configuration on the project's default engine, else the first."""
+    engines = [config.engine for config in configs]
+    return engines.index(default_engine()) if default_engine() in engines else 0
+
+
+def reference_note(config: Config) -> str:
+    if config.engine == default_engine():
+        return " (the project's default engine)"
+    return " (the first configuration: the default engine is not measured)"
 
 
 @bench.command("app", short_help="What this app's layers cost over bare FastAPI.")

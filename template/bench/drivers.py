@@ -44,6 +44,7 @@ class Driver:
     name = ""
     binary = ""
     note = ""  # printed whenever the driver is used
+    whole_seconds = True  # runs for whole seconds only (wrk, h2load, ab)
 
     def available(self) -> bool:
         return shutil.which(self.binary) is not None
@@ -150,6 +151,7 @@ class H2load(Driver):
 class Python(Driver):
     name = "python"
     note = "bundled asyncio driver (uvloop where installed), one request in flight per connection"
+    whole_seconds = False
 
     def available(self) -> bool:
         return True

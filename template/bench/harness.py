@@ -1,14 +1,19 @@
-"""Boot each configuration, load each the same way, in interleaved rounds.
+"""Boot every configuration at once, then load them in turn, in short slices.
 
-Fairness: every server is booted once through the project's launcher (reload off),
-warmed up, then measured in interleaved rounds (A B A B ...); medians with min-max
-are reported. On a machine with two or more cores the servers are pinned to core 0
-and the driver to the others.
+Every server is booted once through the project's launcher (reload off) and warmed up;
+then each round gives every server one slice of load, back to back, the first of the
+round rotating (A B, B A, ... ; A B C, B C A, ...). A slice is short (1 s by default:
+wrk's shortest) so the machine's speed barely changes within a round. Each slice
+records the server's CPU time and how its core and the driver's were spent (machine.py);
+a round in which either was taken away is set aside and another round is run, up to
+as many again as asked for. On a machine with two or more cores the servers are
+pinned to the first core and the driver to the others.
 """
 
 from __future__ import annotations
 
 import contextlib
+import math
 import os
 import socket
 import subprocess
@@ -19,9 +24,8 @@ import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 
-from bench import drivers
-from bench.model import Config, Measured, Round
-from bench.process_cpu import tree_cpu_seconds
+from bench import drivers, machine
+from bench.model import Config, Round, Run, Slice
 from bench.route import Route
 
 
@@ -94,30 +98,88 @@ def drive(driver: drivers.Driver, url: str, route: Route, connections: int, seco
     return driver.parse(done.stdout)
 
 
+def slice_seconds(driver: drivers.Driver, asked: float | None,
+                  warm: list[Slice]) -> float:
+    """The slice length: as asked, or calibrated from the warm-up (as pyperf sizes its
+    loops): at least 1 s, long enough for 1,000 responses and for 50 ticks of the
+    server's CPU clock (so each slice's CPU per request is read to about 2 %), at most
+    5 s. Whole seconds for drivers that take no fractions (wrk, h2load, ab)."""
+    if asked is None:
+        asked = 1.0
+        for warmed in (w for w in warm if not w.set_aside):  # a shared core would mislead
+            rate, busy = warmed.requests_per_second, warmed.core_busy
+            if rate:
+                asked = max(asked, 1000 / rate)
+            if busy:
+                asked = max(asked, 50 / machine.TICKS / busy)
+        asked = min(asked, 5.0)
+    return float(math.ceil(asked)) if driver.whole_seconds else asked
+
+
+def load_slice(driver: drivers.Driver, url: str, pid: int | None, route: Route,
+               connections: int, seconds: float, server_cores: set[int] | None,
+               driver_cores: set[int] | None) -> Slice:
+    """One slice of load, with the server's CPU time and how the cores were spent."""
+    pinned = server_cores is not None and driver_cores is not None
+    watched = [server_cores, driver_cores] if pinned else [None]
+    before = [machine.core_times(cores) for cores in watched]
+    cpu_before = machine.tree_cpu_seconds(pid) if pid else None
+    driver_before = machine.children_cpu_seconds()
+    load = drive(driver, url, route, connections, seconds, driver_cores)
+    driver_cpu = machine.children_cpu_seconds() - driver_before
+    server_cpu = machine.tree_cpu_seconds(pid) - cpu_before if pid and cpu_before is not None \
+        else None
+    after = [machine.core_times(cores) for cores in watched]
+    deltas = [a - b for a, b in zip(after, before, strict=True)]
+    if server_cpu is None:  # a target: its CPU is not ours to read
+        return Slice(load, None)
+    if pinned:
+        server = machine.shares(deltas[0], len(server_cores), server_cpu)
+        driven = machine.shares(deltas[1], len(driver_cores), driver_cpu)
+    else:  # one core for both: whatever is not theirs was taken from them
+        server = driven = machine.shares(deltas[0], len(os.sched_getaffinity(0)),
+                                         server_cpu + driver_cpu)
+    reason = machine.taken_from_server(server) or (
+        machine.taken_from_driver(driven) if pinned else None)
+    return Slice(load, server_cpu, server, driven if pinned else None, reason)
+
+
 def measure(configs: list[Config], route: Route, driver: drivers.Driver, *, connections: int,
-            seconds: float, rounds: int, warmup: float) -> list[Measured]:
+            duration: float, slice_length: float | None, warmup: float,
+            reference: int = 0, threshold: float | None = None) -> Run:
+    """Every configuration booted at once, loaded in rotating rounds of short slices,
+    until `duration` seconds of kept slices each (or twice as many rounds were run)."""
     server_cores, driver_cores = cores()
-    results = [Measured(config) for config in configs]
     with contextlib.ExitStack() as stack:
         servers = [stack.enter_context(booted(c, server_cores)) for c in configs]
-        for url, _ in servers:
-            if warmup:
-                drive(driver, url, route, connections, warmup, driver_cores)
-        for _ in range(rounds):
-            for measured, (url, pid) in zip(results, servers, strict=True):
-                before = tree_cpu_seconds(pid)
-                load = drive(driver, url, route, connections, seconds, driver_cores)
-                measured.rounds.append(Round(load, tree_cpu_seconds(pid) - before))
-    return results
+        warm = [load_slice(driver, url, pid, route, connections, warmup, server_cores,
+                           driver_cores) for url, pid in servers] if warmup else []
+        length = slice_seconds(driver, slice_length, warm)
+        run = Run(configs, reference, length, duration)
+        if threshold is not None:
+            run.threshold = threshold
+        wanted = max(1, round(duration / length))
+        while len(run.kept) < wanted and len(run.rounds) < 2 * wanted:
+            turn = len(run.rounds) % len(configs)
+            order = [*range(turn, len(configs)), *range(turn)]
+            this = Round(order)
+            for index in order:
+                url, pid = servers[index]
+                this.slices[index] = load_slice(driver, url, pid, route, connections, length,
+                                                server_cores, driver_cores)
+            run.rounds.append(this)
+    return run
 
 
 def measure_target(target: str, route: Route, driver: drivers.Driver, *, connections: int,
-                   seconds: float, rounds: int, warmup: float) -> list[Measured]:
+                   duration: float, slice_length: float | None, warmup: float) -> Run:
     """An existing server, named explicitly: load only (its CPU is not ours to read)."""
-    measured = Measured(Config("target", "auto", target=target))
-    if warmup:
-        drive(driver, target.rstrip("/"), route, connections, warmup, None)
-    for _ in range(rounds):
-        load = drive(driver, target.rstrip("/"), route, connections, seconds, None)
-        measured.rounds.append(Round(load, None))
-    return [measured]
+    url = target.rstrip("/")
+    warm = [load_slice(driver, url, None, route, connections, warmup, None, None)] \
+        if warmup else []
+    length = slice_seconds(driver, slice_length, warm)
+    run = Run([Config("target", "auto", target=target)], 0, length, duration)
+    for _ in range(max(1, round(duration / length))):
+        run.rounds.append(Round([0], {0: load_slice(driver, url, None, route, connections,
+                                                     length, None, None)}))
+    return run

@@ -1,8 +1,14 @@
-"""What a benchmark measures: configurations, rounds and their figures.
+"""What a benchmark measures: configurations, slices, rounds, and the figures of each.
+
+A slice is one configuration under load for a few seconds; a round is one slice of
+each configuration, back to back (the order rotates from round to round). Figures
+compared between configurations are per-round ratios, so a slow spell of the machine
+falls on both sides of each ratio. Rounds in which the server's or the driver's cores
+were taken away (machine.py) are set aside and replaced.
 
 Server CPU per request (user + system time of the server's process tree over the
-counted window, divided by the responses) is the figure that stays steady on a noisy
-machine; requests/s is only meaningful when the server kept its core busy, which the
+slice, divided by the responses) moves less than requests/s on a noisy machine;
+requests/s is only the server's speed when the server kept its core busy, which the
 saturation check reports.
 """
 
@@ -12,9 +18,11 @@ import statistics
 from dataclasses import dataclass, field
 
 from app.core import loops
-from bench import drivers
+from bench import drivers, stats
+from bench.machine import Shares
 
 SATURATED = 0.85  # share of the server's core below which rates are only a floor
+FIGURES = ("requests_per_second", "cpu_us_per_request")
 
 
 @dataclass(frozen=True)
@@ -35,9 +43,16 @@ class Config:
 
 
 @dataclass
-class Round:
+class Slice:
     load: drivers.LoadResult
     server_cpu_s: float | None
+    server_core: Shares | None = None
+    driver_cores: Shares | None = None
+    set_aside: str | None = None  # why this slice's core(s) were not its own
+
+    @property
+    def requests_per_second(self) -> float | None:
+        return self.load.requests_per_second if self.load.requests else None
 
     @property
     def cpu_us_per_request(self) -> float | None:
@@ -47,35 +62,68 @@ class Round:
 
     @property
     def core_busy(self) -> float | None:
-        return None if self.server_cpu_s is None else self.server_cpu_s / self.load.seconds
+        if self.server_cpu_s is None or not self.load.seconds:
+            return None
+        return self.server_cpu_s / self.load.seconds
 
     def figure(self, name: str) -> float | None:
-        """A figure of this round by name: its own, or its load result's."""
-        source = self if name in ("cpu_us_per_request", "core_busy") else self.load
-        return getattr(source, name)
+        """A figure of this slice by name: its own, or its load result's."""
+        return getattr(self if hasattr(type(self), name) else self.load, name)
+
+    def as_dict(self) -> dict[str, object]:
+        return {**self.load.as_dict(), "server_cpu_s": self.server_cpu_s,
+                "cpu_us_per_request": self.cpu_us_per_request, "core_busy": self.core_busy,
+                "server_core": self.server_core and self.server_core.as_dict(),
+                "driver_cores": self.driver_cores and self.driver_cores.as_dict(),
+                "set_aside": self.set_aside}
 
 
 @dataclass
-class Measured:
-    config: Config
+class Round:
+    """One slice of each configuration, in `order` (indexes into the run's configs)."""
+
+    order: list[int]
+    slices: dict[int, Slice] = field(default_factory=dict)
+
+    @property
+    def set_aside(self) -> list[str]:
+        return [s.set_aside for s in self.slices.values() if s.set_aside]
+
+
+@dataclass
+class Run:
+    configs: list[Config]
+    reference: int  # index of the configuration the others are compared with
+    slice_seconds: float
+    duration: float = 0.0  # counted seconds asked for, per configuration
     rounds: list[Round] = field(default_factory=list)
-
-    def median(self, figure: str) -> float | None:
-        values = [v for r in self.rounds if (v := r.figure(figure)) is not None]
-        return statistics.median(values) if values else None
-
-    def spread(self, figure: str) -> tuple[float, float] | None:
-        values = [v for r in self.rounds if (v := r.figure(figure)) is not None]
-        return (min(values), max(values)) if values else None
+    threshold: float = stats.THRESHOLD
 
     @property
-    def failed(self) -> int:
-        return sum(r.load.failed + r.load.non_2xx for r in self.rounds)
+    def kept(self) -> list[Round]:
+        return [r for r in self.rounds if not r.set_aside]
 
-    @property
-    def saturated(self) -> bool | None:
-        busy = self.median("core_busy")
-        return None if busy is None else busy >= SATURATED
+    def values(self, index: int, figure: str) -> list[float]:
+        """A configuration's figure, one value per kept round."""
+        return [v for r in self.kept if (v := r.slices[index].figure(figure)) is not None]
+
+    def ratios(self, index: int, figure: str) -> list[float]:
+        """A configuration's figure over the reference's, one ratio per kept round."""
+        ratios = []
+        for r in self.kept:
+            mine = r.slices[index].figure(figure)
+            theirs = r.slices[self.reference].figure(figure)
+            if mine is not None and theirs:
+                ratios.append(mine / theirs)
+        return ratios
+
+    def failed(self, index: int) -> int:
+        return sum(r.slices[index].load.failed + r.slices[index].load.non_2xx
+                   for r in self.rounds if index in r.slices)
+
+    def saturated(self, index: int) -> bool | None:
+        busy = self.values(index, "core_busy")
+        return None if not busy else statistics.median(busy) >= SATURATED
 
 
 def configs_for(engines: list[str], loop_names: list[str], parsers: list[str],
@@ -97,7 +145,11 @@ def configs_for(engines: list[str], loop_names: list[str], parsers: list[str],
                 continue
             if reason:
                 raise ValueError(reason)
-            for http in parsers if loops.ENGINE_SPECS[engine].parser_choice else [loops.AUTO]:
+            # Each engine gets the asked parsers it takes (unknown names get refused).
+            takes = [http for http in parsers if http == loops.AUTO
+                     or http not in loops.HTTP_PARSERS
+                     or http in loops.ENGINE_SPECS[engine].parsers]
+            for http in takes or [loops.AUTO]:
                 reason = loops.http_availability_refusal(engine, http)
                 if reason:
                     raise ValueError(reason)

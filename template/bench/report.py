@@ -1,95 +1,119 @@
-"""Run a benchmark and show it: a table, one sentence, and optionally every figure as JSON."""
+"""Show a run: a table, warnings, the verdict's sentences, and every figure as JSON.
+Nothing here measures (harness.py does; verdict.py works out what the figures say)."""
 
 from __future__ import annotations
-
-import json
-from pathlib import Path
 
 from rich.console import Console
 from rich.table import Table
 
-from bench import drivers, harness
-from bench.app_cost import app_cpu_us_per_request
-from bench.model import Config, Measured
+from bench import drivers, stats
 from bench.route import Route
-from bench.verdict import verdict
+from bench.stats import Estimate
+from bench.verdict import Summary
 
 
-def _cell(measured: Measured, figure: str, fmt: str) -> str:
-    median, spread = measured.median(figure), measured.spread(figure)
-    if median is None or spread is None:
+def _estimate(estimate: Estimate | None, fmt: str, suffix: str = "") -> str:
+    if estimate is None:
         return "n/a"
-    if spread[0] == spread[1]:
-        return format(median, fmt)
-    return f"{format(median, fmt)} ({format(spread[0], fmt)}-{format(spread[1], fmt)})"
+    if estimate.n < stats.MIN_ROUNDS:  # too few rounds for an interval worth printing
+        return f"{format(estimate.median, fmt)}{suffix} ({estimate.n} rounds)"
+    low, high = format(estimate.low, fmt), format(estimate.high, fmt)
+    return f"{format(estimate.median, fmt)}{suffix} ({low}-{high})"
 
 
-def table(results: list[Measured], driver: drivers.Driver) -> Table:
-    out = Table(title=f"median (min-max) of each configuration's rounds; driver: {driver.name}")
-    for column in ("engine / loop / parser", "requests/s", "p50 ms", "p95 ms", "p99 ms",
-                   "failed", "non-2xx", "server CPU µs/req", "server core busy"):
+def _median(summary: Summary, index: int, figure: str, fmt: str) -> str:
+    value = summary.median(index, figure)
+    return "n/a" if value is None else format(value, fmt)
+
+
+def table(summary: Summary, driver: drivers.Driver) -> Table:
+    run = summary.run
+    out = Table(title=f"medians (95 % CI) over {len(run.kept)} rounds of {run.slice_seconds:g} s "
+                      f"slices; driver: {driver.name}")
+    columns = ("engine / loop / parser", "requests/s", "vs reference", "server CPU µs/req",
+               "vs reference", "p50 / p99 ms", "core busy", "failed + non-2xx")
+    for column in columns:
         out.add_column(column, justify="left" if column.startswith("engine") else "right")
-    for m in results:
+    compared = {c.index: c for c in summary.compared}
+    for index, config in enumerate(run.configs):
+        own = summary.own[index]
+        versus = compared.get(index)
+        reference = "reference" if len(run.configs) > 1 else ""
         out.add_row(
-            m.config.label, _cell(m, "requests_per_second", ",.0f"), _cell(m, "p50_ms", ".2f"),
-            _cell(m, "p95_ms", ".2f"), _cell(m, "p99_ms", ".2f"),
-            str(sum(r.load.failed for r in m.rounds)),
-            str(sum(r.load.non_2xx for r in m.rounds)),
-            _cell(m, "cpu_us_per_request", ".1f"), _cell(m, "core_busy", ".0%"),
+            config.label, _estimate(own["requests_per_second"], ",.0f"),
+            _estimate(versus.estimates["requests_per_second"], ".2f", "x") if versus
+            else reference,
+            _estimate(own["cpu_us_per_request"], ".1f"),
+            _estimate(versus.estimates["cpu_us_per_request"], ".2f", "x") if versus
+            else reference,
+            f"{_median(summary, index, 'p50_ms', '.2f')} / "
+            f"{_median(summary, index, 'p99_ms', '.2f')}",
+            _median(summary, index, "core_busy", ".0%"), str(run.failed(index)),
         )
     return out
 
 
-def as_json(results: list[Measured], route: Route, driver: drivers.Driver,
-            app_cost_us: float | None, sentence: str) -> dict[str, object]:
+def as_json(summary: Summary, route: Route, driver: drivers.Driver,
+            app_cost_us: float | None, sentences: list[str],
+            notes: list[str]) -> dict[str, object]:
+    run = summary.run
+    compared = {c.index: c for c in summary.compared}
+
+    def figures(index: int) -> dict[str, object]:
+        own = {f: (e.as_dict() if (e := summary.own[index][f]) else None)
+               for f in summary.own[index]}
+        versus = compared.get(index)
+        return {
+            **own,
+            "median": {f: summary.median(index, f) for f in (
+                "requests_per_second", "cpu_us_per_request", "p50_ms", "p95_ms", "p99_ms",
+                "core_busy")},
+            "vs_reference": None if versus is None else {
+                f: {**(e.as_dict() if (e := versus.estimates[f]) else {}),
+                    "call": versus.calls[f].value, "ratios": versus.ratios[f]}
+                for f in versus.estimates},
+        }
+
     return {
         "route": {"method": route.method, "path": route.path},
         "driver": driver.name,
+        "method": {
+            "statistic": "median of per-round values and of per-round ratios to the reference",
+            "interval": "percentile bootstrap over rounds", "confidence": stats.CONFIDENCE,
+            "resamples": stats.RESAMPLES, "seed": stats.SEED, "threshold": run.threshold,
+            "min_rounds": stats.MIN_ROUNDS,
+        },
+        "slice_seconds": run.slice_seconds,
+        "rounds": len(run.rounds), "rounds_kept": len(run.kept),
+        "reference": run.configs[run.reference].label,
         "app_cpu_us_per_request": app_cost_us,
-        "verdict": sentence,
+        "verdict": sentences,
+        "warnings": notes,
         "configurations": [
             {
-                "engine": m.config.engine, "loop": m.config.loop, "http": m.config.http,
-                "label": m.config.label, "saturated": m.saturated, "failed": m.failed,
-                "median": {f: m.median(f) for f in ("requests_per_second", "p50_ms", "p95_ms",
-                                                    "p99_ms", "cpu_us_per_request", "core_busy")},
-                "rounds": [{**r.load.as_dict(), "server_cpu_s": r.server_cpu_s,
-                            "cpu_us_per_request": r.cpu_us_per_request,
-                            "core_busy": r.core_busy} for r in m.rounds],
+                "engine": config.engine, "loop": config.loop, "http": config.http,
+                "label": config.label, "reference": index == run.reference,
+                "saturated": run.saturated(index), "failed": run.failed(index),
+                **figures(index),
+                "slices": [{**r.slices[index].as_dict(), "round": number,
+                            "position": r.order.index(index)}
+                           for number, r in enumerate(run.rounds) if index in r.slices],
             }
-            for m in results
+            for index, config in enumerate(run.configs)
         ],
     }
 
 
-def run_and_report(configs: list[Config], route: Route, driver: drivers.Driver,
-                   skipped: list[str], *, connections: int, seconds: float, rounds: int,
-                   warmup: float, target: str | None, json_file: Path | None) -> int:
-    """Measure, print, write JSON; returns how many requests failed or were not 2xx."""
-    console = Console(width=max(Console().width, 140))
-    console.print(f"driver: {driver.name}" + (f" ({driver.note})" if driver.note else "")
-                  + (f"; passed over: {'; '.join(skipped)}" if skipped else ""))
-    options = {"connections": connections, "seconds": seconds, "rounds": rounds,
-               "warmup": warmup}
-    if target:
-        results = harness.measure_target(target, route, driver, **options)
-        app_cost = None
-    else:
-        results = harness.measure(configs, route, driver, **options)
-        try:
-            app_cost = app_cpu_us_per_request(route)
-        except ValueError as error:  # the route fails in-process too: no share to report
-            console.print(f"app alone: not measured ({error})")
-            app_cost = None
-    sentence = verdict(results, route, app_cost)
-    console.print(table(results, driver))
-    if app_cost is not None:
-        console.print(f"app alone (in-process, no server): {app_cost:.1f} µs CPU per request")
-    console.print(sentence)
-    if json_file:
-        json_file.write_text(json.dumps(as_json(results, route, driver, app_cost, sentence),
-                                        indent=2))
-    failed = sum(m.failed for m in results)
+def render(console: Console, summary: Summary, driver: drivers.Driver,
+           app_cost_us: float | None, sentences: list[str], notes: list[str]) -> None:
+    run = summary.run
+    console.print(table(summary, driver))
+    if app_cost_us is not None:
+        console.print(f"app alone (in-process, no server): {app_cost_us:.1f} µs CPU per request")
+    for note in notes:
+        console.print(f"[yellow]warning:[/yellow] {note}", highlight=False)
+    for sentence in sentences:
+        console.print(sentence, highlight=False)
+    failed = sum(run.failed(i) for i in range(len(run.configs)))
     if failed:
         console.print(f"[red]{failed} requests failed or were not 2xx.[/red]")
-    return failed

@@ -1,42 +1,184 @@
-"""The one sentence a benchmark ends with: how far apart, and what it costs."""
+"""What a run says: each figure's median and interval, each configuration against the
+reference, and the sentences that follow from the intervals (stats.py's rule)."""
 
 from __future__ import annotations
 
-from bench.model import Measured
+import statistics
+from dataclasses import dataclass, field
+
+from bench import stats
+from bench.model import FIGURES, Run
 from bench.route import Route
+from bench.stats import Call, Estimate
 
 
-def verdict(results: list[Measured], route: Route, app_cost_us: float | None) -> str:
-    """One sentence: how far apart the engines are here, and what share is the server's."""
-    ranked = sorted((m for m in results if m.median("requests_per_second")),
-                    key=lambda m: m.median("requests_per_second") or 0, reverse=True)
-    if not ranked:
-        return "No configuration answered."
-    unsaturated = [m.config.label for m in ranked if m.saturated is False]
-    floor = (f" The driver could not saturate the server for {', '.join(unsaturated)} (its "
-             "core was not kept busy: the driver or the route's own waiting capped the rate); "
-             "these numbers are a floor, and CPU µs per request is the figure to compare."
-             if unsaturated else "")
-    if len(ranked) < 2:
-        return f"{ranked[0].config.label}: {ranked[0].median('requests_per_second'):,.0f} "\
-               f"requests/s on {route.path}.{floor}"
-    best, worst = ranked[0], ranked[-1]
-    ratio = (best.median("requests_per_second") or 0) / (worst.median("requests_per_second") or 1)
-    sentence = f"{best.config.label} is {ratio:.2f}x {worst.config.label} on {route.path}"
-    best_cpu, worst_cpu = best.median("cpu_us_per_request"), worst.median("cpu_us_per_request")
-    if best_cpu and worst_cpu:
-        dearer_cpu = max(best_cpu, worst_cpu)
-        if app_cost_us:
-            share = max(0.0, dearer_cpu - app_cost_us) / dearer_cpu
-            sentence += (f"; the server is at most {share:.0%} of this route's cost "
-                         f"({dearer_cpu:.1f} µs CPU per request, {app_cost_us:.1f} of them "
-                         "the app's own)")
-        difference = abs(worst_cpu - best_cpu)
-        if best_cpu <= worst_cpu:
-            sentence += (f"; switching to {best.config.label} saves {difference:.1f} µs of "
-                         f"{worst_cpu:.1f} µs CPU per request")
-        else:
-            sentence += (f"; but it uses {difference:.1f} µs more CPU per request "
-                         f"({best_cpu:.1f} against {worst_cpu:.1f} µs): faster here is not "
-                         "cheaper")
-    return sentence + "." + floor
+@dataclass
+class Compared:
+    """A configuration against the reference: per-round ratios, their median and interval."""
+
+    index: int
+    ratios: dict[str, list[float]]
+    estimates: dict[str, Estimate | None]
+    calls: dict[str, Call]
+
+
+@dataclass
+class Summary:
+    run: Run
+    own: dict[int, dict[str, Estimate | None]] = field(default_factory=dict)
+    compared: list[Compared] = field(default_factory=list)
+
+    def label(self, index: int) -> str:
+        return self.run.configs[index].label
+
+    def median(self, index: int, figure: str) -> float | None:
+        values = self.run.values(index, figure)
+        return statistics.median(values) if values else None
+
+
+def summarize(run: Run) -> Summary:
+    summary = Summary(run)
+    for index in range(len(run.configs)):
+        summary.own[index] = {f: stats.median_interval(run.values(index, f)) for f in FIGURES}
+        if index == run.reference or len(run.configs) < 2:
+            continue
+        ratios = {f: run.ratios(index, f) for f in FIGURES}
+        estimates = {f: stats.median_interval(ratios[f]) for f in FIGURES}
+        calls = {f: stats.call(estimates[f], run.threshold) for f in FIGURES}
+        summary.compared.append(Compared(index, ratios, estimates, calls))
+    return summary
+
+
+def interval(estimate: Estimate) -> str:
+    return f"{estimate.median:.2f}x, 95 % CI {estimate.low:.2f}-{estimate.high:.2f}"
+
+
+def speed_sentence(mine: str, reference: str, path: str, ratio: Estimate | None, call: Call,
+                   threshold: float) -> str:
+    if ratio is None:
+        return f"{mine} against {reference} on {path}: no requests/s to compare."
+    if call is Call.HIGHER:
+        return f"{mine} is faster than {reference} on {path}: {interval(ratio)} the requests/s."
+    if call is Call.LOWER:
+        return (f"{reference} is faster than {mine} on {path}: "
+                f"{interval(ratio.inverse())} the requests/s.")
+    if call is Call.SAME:
+        return (f"{mine} and {reference}: no measurable difference in requests/s on {path} "
+                f"({interval(ratio)}, within ±{threshold:.0%}).")
+    return (f"{mine} against {reference} on {path}: {ratio.median:.2f}x the requests/s, but "
+            f"{undecided(ratio, threshold)}.")
+
+
+def cpu_sentence(mine: str, reference: str, ratio: Estimate | None, call: Call,
+                 threshold: float, cpu_us: tuple[float | None, float | None]) -> str:
+    if ratio is None:
+        return "CPU per request: not measured."
+    mine_us, reference_us = cpu_us
+    saved = (f", {abs((reference_us or 0) - (mine_us or 0)):.1f} µs of "
+             f"{max(mine_us or 0, reference_us or 0):.1f}" if mine_us and reference_us else "")
+    if call is Call.LOWER:
+        return f"{mine} costs less CPU per request than {reference}: {interval(ratio)}{saved}."
+    if call is Call.HIGHER:
+        return (f"{reference} costs less CPU per request than {mine}: "
+                f"{interval(ratio.inverse())}{saved}.")
+    if call is Call.SAME:
+        return (f"No measurable difference in CPU per request ({interval(ratio)}, "
+                f"within ±{threshold:.0%}).")
+    return (f"{mine} against {reference}: {ratio.median:.2f}x the CPU per request, but "
+            f"{undecided(ratio, threshold)}.")
+
+
+def undecided(ratio: Estimate, threshold: float) -> str:
+    """Why an interval decides nothing."""
+    if ratio.n < stats.MIN_ROUNDS:
+        return f"{ratio.n} rounds are too few to decide (at least {stats.MIN_ROUNDS})"
+    return (f"its 95 % CI {ratio.low:.2f}-{ratio.high:.2f} straddles the ±{threshold:.0%} "
+            "threshold: too noisy to decide")
+
+
+def advice(run: Run) -> str:
+    """How to get a decision when an interval straddles the threshold."""
+    set_aside = len(run.rounds) - len(run.kept)
+    quiet = (f"; {set_aside} of {len(run.rounds)} rounds were set aside because a core was "
+             "taken away" if set_aside else "")
+    longer = max(60, round(2 * run.duration))
+    return (f"For a decision: a longer run (--duration {longer}, more rounds), or a quieter "
+            f"machine (nothing else running, no other VM on the host){quiet}.")
+
+
+def verdict(summary: Summary, route: Route, app_cost_us: float | None) -> list[str]:
+    """The sentences a run ends with: each configuration against the reference, for
+    requests/s and for CPU per request, then what the server's share of the cost is."""
+    run = summary.run
+    if run.rounds and not run.kept:
+        return [f"All {len(run.rounds)} rounds were set aside: the server's or the driver's "
+                "core was taken away in each (see the warning). Nothing can be said about the "
+                "engines until the machine is quieter: stop other work, or run where no "
+                "other process or VM shares the cores."]
+    answered = [i for i in range(len(run.configs)) if summary.own[i]["requests_per_second"]]
+    if not answered:
+        return ["No configuration answered."]
+    lines: list[str] = []
+    if len(run.configs) == 1:
+        own = summary.own[0]["requests_per_second"]
+        assert own is not None
+        spread = (f"95 % CI {own.low:,.0f}-{own.high:,.0f}" if own.n >= stats.MIN_ROUNDS
+                  else f"{own.n} rounds, too few for an interval")
+        lines.append(f"{summary.label(0)}: {own.median:,.0f} requests/s ({spread}) on "
+                     f"{route.path}.")
+    reference = summary.label(run.reference)
+    for compared in summary.compared:
+        mine = summary.label(compared.index)
+        lines.append(speed_sentence(mine, reference, route.path,
+                                    compared.estimates["requests_per_second"],
+                                    compared.calls["requests_per_second"], run.threshold))
+        cpu_us = (summary.median(compared.index, "cpu_us_per_request"),
+                  summary.median(run.reference, "cpu_us_per_request"))
+        lines.append(cpu_sentence(mine, reference, compared.estimates["cpu_us_per_request"],
+                                  compared.calls["cpu_us_per_request"], run.threshold, cpu_us))
+    if any(Call.UNDECIDED in c.calls.values() for c in summary.compared):
+        lines.append(advice(run))
+    cpu = [c for i in answered if (c := summary.median(i, "cpu_us_per_request"))]
+    if app_cost_us and cpu:
+        dearest = max(cpu)
+        share = max(0.0, dearest - app_cost_us) / dearest
+        lines.append(f"The app alone (in-process, no server) costs {app_cost_us:.1f} µs CPU "
+                     f"per request: the server is at most {share:.0%} of this route's cost "
+                     f"({dearest:.1f} µs).")
+    unsaturated = [summary.label(i) for i in answered if run.saturated(i) is False]
+    if unsaturated:
+        lines.append(f"The driver could not saturate the server for {', '.join(unsaturated)} "
+                     "(its core was not kept busy: the driver or the route's own waiting "
+                     "capped the rate); these numbers are a floor, and CPU µs per request is "
+                     "the figure to compare.")
+    return lines
+
+
+def warnings(summary: Summary) -> list[str]:
+    """What made this run less trustworthy: rounds set aside, unstable or outlying
+    ratios (pyperf's and hyperfine's warnings, for pairs of slices)."""
+    run = summary.run
+    notes = []
+    set_aside = [reason for r in run.rounds for reason in r.set_aside]
+    if set_aside:
+        by_reason: dict[str, int] = {}
+        for reason in set_aside:
+            kind = reason.split(" ", 2)[0]  # "server" or "driver"
+            by_reason[kind] = by_reason.get(kind, 0) + 1
+        kinds = ", ".join(f"{count} slices: the {kind}'s core was taken away"
+                          for kind, count in by_reason.items())
+        notes.append(f"{len(run.rounds) - len(run.kept)} of {len(run.rounds)} rounds set aside "
+                     f"({kinds}; steal time or other processes, from /proc/stat).")
+    for compared in summary.compared:
+        ratios = compared.ratios["requests_per_second"]
+        spread = stats.spread(ratios)
+        if spread is not None and spread > stats.UNSTABLE:
+            notes.append(f"{summary.label(compared.index)}: the per-round ratios are unstable "
+                         f"(they spread ±{spread:.0%}): the machine's speed changed within "
+                         "rounds.")
+        outlying = stats.outliers(ratios)
+        if outlying:
+            notes.append(f"{summary.label(compared.index)}: {outlying} of {len(ratios)} "
+                         "per-round ratios are outliers (the median and its interval resist "
+                         "them, but something else ran on this machine).")
+    return notes

@@ -7,17 +7,21 @@ check what is counted and reported, not how fast.
 from __future__ import annotations
 
 import json
+import socket
+from collections.abc import Iterator
 from pathlib import Path
+from urllib.parse import urlsplit
 
 import pytest
 from typer.testing import CliRunner
 
 from app.cli import cli
 from bench import drivers, harness
-from bench.model import Config, Measured, Round
+from bench.http1 import ResponseReader
+from bench.model import Config
 from bench.route import Route, RouteError
-from bench.verdict import verdict
-from tests.server_process import free_port, running_server
+from bench.verdict import summarize, verdict
+from tests.server_process import PROJECT_DIR, free_port, running_server
 
 pytestmark = pytest.mark.bench
 DRIVERS = [pytest.param(d, id=d.name, marks=pytest.mark.skipif(
@@ -87,7 +91,7 @@ def test_bench_exits_non_zero_when_requests_fail(tmp_path: Path) -> None:
     out = tmp_path / "bench.json"
     result = CliRunner().invoke(cli, [
         "bench", "engines", "--engine", "granian", "--path", "/no/such/route", "--duration", "1",
-        "--rounds", "1", "--warmup", "0", "-c", "2", "--driver", "python", "--json", str(out)])
+        "--warmup", "0", "-c", "2", "--driver", "python", "--json", str(out)])
     assert result.exit_code == 1, result.output
     figures = json.loads(out.read_text())
     assert figures["configurations"][0]["failed"] > 0
@@ -95,39 +99,74 @@ def test_bench_exits_non_zero_when_requests_fail(tmp_path: Path) -> None:
 
 def test_unsaturated_server_is_called_a_floor() -> None:
     # Two connections to a route that sleeps 20 ms cannot keep a core busy.
-    results = harness.measure(
-        [Config("granian", "auto"), Config("uvicorn", "auto")],
-        Route("/demo/sleep?ms=20"), drivers.Python(), connections=2, seconds=1.0, rounds=1,
-        warmup=0)
-    assert all(m.saturated is False for m in results)
-    sentence = verdict(results, Route("/demo/sleep?ms=20"), app_cost_us=None)
+    route = Route("/demo/sleep?ms=20")
+    run = harness.measure([Config("granian", "auto"), Config("uvicorn", "auto")], route,
+                          drivers.Python(), connections=2, duration=1.0, slice_length=0.5,
+                          warmup=0)
+    for kept in run.rounds:  # however busy the machine running the suite was
+        for measured in kept.slices.values():
+            measured.set_aside = None
+    assert all(run.saturated(index) is False for index in range(2))
+    sentence = " ".join(verdict(summarize(run), route, app_cost_us=None))
     assert "could not saturate the server" in sentence and "a floor" in sentence
 
 
-def _measured(label: str, requests_per_second: float, cpu_us: float) -> Measured:
-    load = drivers.LoadResult("test", int(requests_per_second), 1.0, 0, 0, None, None, None)
-    return Measured(Config(label, "auto", target=label),
-                    [Round(load, cpu_us * requests_per_second / 1e6)])
+STREAMING_ROUTER = '''"""A streaming route, added by tests/test_bench.py for one test."""
+
+from fastapi import APIRouter
+from fastapi.responses import StreamingResponse
+
+router = APIRouter()
 
 
-@pytest.mark.parametrize(("fast_cpu", "slow_cpu", "expected"), [
-    (180.0, 200.0, "switching to fast saves 20.0 µs of 200.0 µs CPU per request"),
-    (214.6, 205.0, "but it uses 9.6 µs more CPU per request (214.6 against 205.0 µs)"),
-])
-def test_the_verdict_says_which_way_the_cpu_goes(
-    fast_cpu: float, slow_cpu: float, expected: str
+@router.get("/bench-stream/")
+async def stream() -> StreamingResponse:
+    async def chunks():
+        for number in range(8):
+            yield f"chunk {number}\\n".encode()
+
+    return StreamingResponse(chunks(), media_type="text/plain")
+'''
+STREAMED = b"".join(f"chunk {number}\n".encode() for number in range(8))
+
+
+@pytest.fixture
+def streaming_route() -> Iterator[Route]:
+    """A router of the user's kind (app/routes/), whose response has no length."""
+    module = PROJECT_DIR / "app" / "routes" / "zz_bench_streaming.py"
+    module.write_text(STREAMING_ROUTER)
+    try:
+        yield Route("/bench-stream/")
+    finally:
+        module.unlink()
+
+
+def test_bench_engines_with_the_python_driver_on_a_streaming_route(
+    streaming_route: Route, tmp_path: Path
 ) -> None:
-    results = [_measured("fast", 9000, fast_cpu), _measured("slow", 8000, slow_cpu)]
-    sentence = verdict(results, Route("/health/"), app_cost_us=60.0)
-    assert sentence.startswith("fast is 1.12x slow on /health/")
-    assert expected in sentence, sentence
+    with running_server(["--engine", "uvicorn"]) as server:
+        address = urlsplit(server.url)
+        with socket.create_connection((address.hostname, address.port), timeout=10) as sock:
+            sock.sendall(b"GET /bench-stream/ HTTP/1.1\r\nHost: localhost\r\n\r\n")
+            responses = ResponseReader()
+            while (response := responses.take(sock.recv(65536))) is None:
+                pass
+    assert response.header("transfer-encoding") == "chunked" and response.body == STREAMED
+    out = tmp_path / "bench.json"
+    result = CliRunner().invoke(cli, [
+        "bench", "engines", "--path", streaming_route.path, "--driver", "python",
+        "--duration", "2", "--slice", "0.5", "--warmup", "0", "-c", "4", "--json", str(out)])
+    assert result.exit_code == 0, result.output
+    for measured in json.loads(out.read_text())["configurations"]:
+        assert measured["failed"] == 0, measured["label"]
+        assert all(piece["requests"] > 0 for piece in measured["slices"]), measured["slices"]
 
 
 def test_bench_measures_a_running_target(server_url: str, tmp_path: Path) -> None:
     out = tmp_path / "bench.json"
     result = CliRunner().invoke(cli, [
-        "bench", "engines", "--target", server_url, "--duration", "1", "--rounds", "1",
-        "--warmup", "0", "-c", "2", "--driver", "python", "--json", str(out)])
+        "bench", "engines", "--target", server_url, "--duration", "1", "--warmup", "0",
+        "-c", "2", "--driver", "python", "--json", str(out)])
     assert result.exit_code == 0, result.output
     assert server_url in result.output
     assert json.loads(out.read_text())["configurations"][0]["label"] == server_url
