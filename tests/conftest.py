@@ -23,11 +23,13 @@ FULL_ONLY = "full matrix only: make test-all (FULL_MATRIX=1) runs it"
 server_process = load_template_module("tests/server_process.py")
 load_template_package("bench")  # drain.py reads responses with bench.http1
 drain = load_template_module("tests/drain.py")
-# The answer sets a deployment is checked with: the defaults and a granian-first one.
+# The answer sets a deployment is checked with: the defaults and one set per other engine.
 DEPLOY_ANSWER_SETS: dict[str, dict[str, object]] = {
     "defaults": {},
     "granian-first": {"python_version": "3.14", "default_engine": "granian",
                       "loop_policy": "uvloop", "port": 9000, "workers": 2},
+    "gunicorn-first": {"default_engine": "gunicorn", "loop_policy": "asyncio", "port": 9100,
+                       "workers": 2},
 }
 COPIER_YML = yaml.safe_load((TEMPLATE_ROOT / "copier.yml").read_text())
 # The questions' defaults as copier.yml states them (what `--defaults` renders).

@@ -14,8 +14,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 DOCS = ROOT / "docs"
 # <!-- NAME:start --> ... <!-- NAME:end --> blocks, each filled by one function.
-BLOCK = re.compile(r"(<!-- (matrix|refusals|features|settings):start -->\n).*?(<!-- \2:end -->)",
-                   re.DOTALL)
+BLOCK = re.compile(
+    r"(<!-- (matrix|refusals|features|settings|evidence):start -->\n).*?(<!-- \2:end -->)",
+    re.DOTALL)
 
 
 def fill(markdown: str) -> str:
@@ -28,6 +29,7 @@ def fill(markdown: str) -> str:
     tables = load_template_module("app/core/matrix_markdown.py")
     blocks = {"matrix": lambda: tables.tables(loops), "refusals": lambda: tables.refusals(loops),
               "features": lambda: tables.feature_table(loops),
+              "evidence": lambda: tables.evidence(loops),
               "settings": setting_specs.markdown_table}
     return BLOCK.sub(lambda m: m.group(1) + blocks[m.group(2)]() + m.group(3), markdown)
 

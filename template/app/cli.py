@@ -113,12 +113,14 @@ def engines(
     parsers = Table(title="HTTP parsers (WEBSERVER_HTTP)")
     for column in ("engine", "parser", "HTTP/2", "verdict", "installed"):
         parsers.add_column(column)
-    for engine in loops.ENGINES:
-        for name, spec in loops.HTTP_PARSERS.items():
-            reason = loops.http_refusal(engine, name)
-            verdict = "accepted" if reason is None else f"refused: {reason}"
+    for engine, engine_spec in loops.ENGINE_SPECS.items():
+        # Each engine's own parsers; `serve` refuses the others with a sentence.
+        for name in engine_spec.parsers:
+            spec = loops.HTTP_PARSERS[name]
             installed = "yes" if loops.importable(spec.module) else "no"
-            parsers.add_row(engine, name, "yes" if spec.http2 else "no", verdict, installed)
+            http2 = "yes" if spec.http2 or engine_spec.http2_any_parser else "no"
+            parsers.add_row(engine, name, http2, "accepted", installed)
         auto = loops.resolve_http(engine)
-        parsers.add_row(engine, loops.AUTO, "", f"resolves to {auto}", "")
+        http2 = "yes" if engine_spec.http2_any_parser else "no"
+        parsers.add_row(engine, loops.AUTO, http2, f"resolves to {auto}", "")
     Console().print(parsers)

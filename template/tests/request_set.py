@@ -10,6 +10,8 @@ from typing import Any
 import httpx
 from websockets.sync.client import connect
 
+from app.core import loops
+from app.core.config import get_settings
 from app.main import STATIC_DIR
 from app.middleware.security_headers import SECURITY_HEADERS
 
@@ -17,6 +19,7 @@ STATIC_FILE = "hello.txt"
 FORWARDED = {"X-Forwarded-For": "203.0.113.7", "X-Forwarded-Proto": "https"}
 # A TLS-terminating proxy may send the scheme alone: each header counts on its own.
 PROTO_ONLY = {"X-Forwarded-Proto": "https"}
+RANGE = "bytes=2-6"  # a part of the static file: 206, through the middleware too
 ECHO = "echo through the engine"
 ECHO_BYTES = b"\x00\xffbinary frame"
 # observe() reads the API docs and the full health report, both off by default
@@ -24,9 +27,18 @@ ECHO_BYTES = b"\x00\xffbinary frame"
 OPEN = {"WEBSERVER_API_DOCS": "true", "WEBSERVER_HEALTH_DETAIL": "full"}
 
 
+def loop_for(engine: str) -> str:
+    """The project's loop policy where this engine accepts it here, else auto: a
+    project's own tests run each engine on the project's loop (WEBSERVER_LOOP)."""
+    policy = get_settings().loop
+    return policy if loops.refusal(engine, policy, loops.python_version()) is None else loops.AUTO
+
+
 def observe(base_url: str) -> dict[str, Any]:
-    """Static file through the middleware, WebSocket echo, forwarded headers."""
+    """Static file (whole and a range) through the middleware, WebSocket echo,
+    forwarded headers."""
     static = httpx.get(f"{base_url}/static/{STATIC_FILE}")
+    part = httpx.get(f"{base_url}/static/{STATIC_FILE}", headers={"Range": RANGE})
     detail = httpx.get(f"{base_url}/health/detailed", headers=FORWARDED).json()
     proto_only = httpx.get(f"{base_url}/health/detailed", headers=PROTO_ONLY).json()
     redirect = httpx.get(f"{base_url}/health", headers=PROTO_ONLY)  # to /health/
@@ -44,6 +56,7 @@ def observe(base_url: str) -> dict[str, Any]:
     return {
         "static_status": static.status_code,
         "static_body": static.content,
+        "range": (part.status_code, part.headers.get("content-range"), part.content),
         "security_headers": {
             name.decode(): static.headers.get(name.decode()) for name, _ in SECURITY_HEADERS
         },
@@ -61,9 +74,11 @@ def observe(base_url: str) -> dict[str, Any]:
 
 
 def expected(*, proxy_trusted: bool) -> dict[str, Any]:
+    size = (STATIC_DIR / STATIC_FILE).stat().st_size
     return {
         "static_status": 200,
         "static_body": (STATIC_DIR / STATIC_FILE).read_bytes(),
+        "range": (206, f"bytes 2-6/{size}", (STATIC_DIR / STATIC_FILE).read_bytes()[2:7]),
         "security_headers": {name.decode(): value.decode() for name, value in SECURITY_HEADERS},
         "request_id": True,
         "server_timing": True,

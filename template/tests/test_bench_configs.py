@@ -14,7 +14,8 @@ def test_loop_all_sweeps_every_installed_loop_each_engine_accepts() -> None:
     labels = {(c.engine, c.loop) for c in configs_for(list(loops.ENGINES), ["all"], ["auto"])}
     # Written out, not derived from the matrix: what each engine runs (docs/engines.md).
     expected = {("uvicorn", "asyncio"), ("uvicorn", "uvloop"),
-                ("granian", "asyncio"), ("granian", "uvloop"), ("granian", "rloop")}
+                ("granian", "asyncio"), ("granian", "uvloop"), ("granian", "rloop"),
+                ("gunicorn", "asyncio"), ("gunicorn", "uvloop")}
     if PYTHON >= (3, 14):  # zuvloop publishes wheels for 3.14+ only
         expected.add(("uvicorn", "zuvloop"))
     assert labels == expected
@@ -30,7 +31,8 @@ def test_a_named_engine_with_a_refused_loop_is_a_sentence() -> None:
         configs_for(["uvicorn"], ["rloop"], ["auto"])
 
 
-def test_parsers_apply_to_the_engine_that_has_a_choice() -> None:
-    configs = configs_for(list(loops.ENGINES), ["auto"], ["auto", "h11"])
+def test_parsers_apply_to_the_engines_that_take_them() -> None:
+    configs = configs_for(list(loops.ENGINES), ["auto"], ["auto", "h11", "python"])
     assert {(c.engine, c.http) for c in configs} == {
-        ("uvicorn", "auto"), ("uvicorn", "h11"), ("granian", "auto")}
+        ("uvicorn", "auto"), ("uvicorn", "h11"), ("granian", "auto"),
+        ("gunicorn", "auto"), ("gunicorn", "python")}

@@ -8,17 +8,10 @@ import httpx
 import pytest
 
 from app.core import loops
-from app.core.config import get_settings
 from tests import request_set
 from tests.server_process import running_server
 
-PYTHON = loops.python_version()
-
-
-def loop_for(engine: str) -> str:
-    """The project's loop policy where this engine accepts it here, else auto."""
-    policy = get_settings().loop
-    return policy if loops.refusal(engine, policy, PYTHON) is None else loops.AUTO
+loop_for = request_set.loop_for
 
 
 @pytest.mark.parametrize("engine", loops.ENGINES)
@@ -37,29 +30,38 @@ def test_engine_serves_on_the_configured_loop(engine: str) -> None:
     assert server.process.returncode in (0, -15)
 
 
-# (engine, parser, HTTP/2): uvicorn's parsers, and HTTP/2 where an engine offers it,
-# each on the project's loop (zuvloop projects boot zuvloop with every parser).
-# An HTTP/2 parser is checked with HTTP/2 on (its HTTP/1.1 answer is checked too).
+# (engine, parser, HTTP/2): every parser an engine takes, and HTTP/2 on each engine
+# (with the parser that carries it, where the engine needs one), each on the project's
+# loop (zuvloop projects boot zuvloop with every parser). An HTTP/2 parser is checked
+# with HTTP/2 on (its HTTP/1.1 answer is checked too).
 PARSER_CASES = [
-    *((loops.PARSER_ENGINE, name, False)
-      for name, spec in loops.HTTP_PARSERS.items() if not spec.http2),
-    *((engine, "zttp" if engine == loops.PARSER_ENGINE else loops.AUTO, True)
-      for engine in loops.ENGINES),
+    *((engine, name, False) for engine, spec in loops.ENGINE_SPECS.items()
+      for name in spec.parsers if not loops.HTTP_PARSERS[name].http2),
+    *((engine, loops.AUTO if spec.http2_any_parser else next(
+        name for name in spec.parsers if loops.HTTP_PARSERS[name].http2), True)
+      for engine, spec in loops.ENGINE_SPECS.items()),
 ]
 
 
-# The parser modules with native code, by what each parser loads (h11 is pure Python,
-# granian's hyper is inside granian): named here, not derived from the matrix.
-NATIVE_PARSER = {"httptools": {"httptools"}, "zttp": {"zttp"}, "h11": set(), "hyper": set()}
+# The parser modules with native code, by what each parser loads (h11 and gunicorn's
+# python are pure Python, granian's hyper is inside granian): named here, not derived
+# from the matrix.
+NATIVE_PARSER = {"httptools": {"httptools"}, "zttp": {"zttp"}, "h11": set(), "hyper": set(),
+                 "h1c": {"gunicorn_h1c"}, "python": set()}
+# What each engine's `auto` parses with here (gunicorn's C parser is not a dependency).
+AUTO_PARSER = {"uvicorn": "httptools", "granian": "hyper",
+               "gunicorn": "h1c" if loops.importable("gunicorn_h1c") else "python"}
 
 
 def native_parsers_loaded(pid: int) -> set[str]:
     maps = Path(f"/proc/{pid}/maps").read_text()
-    return {name for name in ("httptools", "zttp") if f"/{name}/" in maps}
+    return {name for name in ("httptools", "zttp", "gunicorn_h1c") if f"/{name}/" in maps}
 
 
 @pytest.mark.parametrize(("engine", "http", "http2"), PARSER_CASES, ids=str)
 def test_parser_and_http2(engine: str, http: str, http2: bool) -> None:
+    if http != loops.AUTO and not loops.importable(loops.HTTP_PARSERS[http].module):
+        pytest.skip(f"the {http} parser is not installed here")
     args = ["--engine", engine, "--loop", loop_for(engine), "--http", http]
     args += ["--http2"] if http2 else []
     with running_server(args, env=request_set.OPEN) as server:
@@ -71,7 +73,7 @@ def test_parser_and_http2(engine: str, http: str, http2: bool) -> None:
             except httpx.TransportError:
                 h2 = None
     # What parses is observed in the worker: the native parser it has loaded.
-    serving = {"auto": "httptools"}.get(http, http) if engine == "uvicorn" else "hyper"
+    serving = AUTO_PARSER[engine] if http == loops.AUTO else http
     assert detail["http"] == serving
     assert loaded == NATIVE_PARSER[serving]
     assert detail["http_version"] == "1.1"

@@ -11,6 +11,7 @@ import httpx
 import pytest
 
 from app.core import loops
+from tests.request_set import loop_for
 from tests.server_process import PROJECT_DIR, running_server
 
 pytestmark = pytest.mark.slow
@@ -39,7 +40,7 @@ def test_dev_server_recovers_after_a_bad_save(engine: str, tmp_path: Path) -> No
                     ignore=shutil.ignore_patterns("__pycache__"))
     edited = tmp_path / "app" / "api" / "demo.py"
     good = edited.read_text()
-    args = ["--engine", engine, "--loop", "auto", "--reload"]
+    args = ["--engine", engine, "--loop", loop_for(engine), "--reload"]
     with running_server(args, cwd=tmp_path) as server:
         edited.write_text(good + "\ndef broken(:\n")
         # Wait for the reloader to report the error, so the fix is a second change.

@@ -10,6 +10,7 @@ import pytest
 
 from app.core import loops
 from tests.drain import drive_and_terminate
+from tests.request_set import loop_for
 from tests.server_process import running_server
 
 pytestmark = pytest.mark.slow
@@ -27,7 +28,7 @@ CASES = [(1, True), (2, True), (1, False)]
 def test_sigterm_under_load_completes_what_was_sent(
     engine: str, workers: int, keep_alive: bool
 ) -> None:
-    args = ["--engine", engine, "--loop", "auto", "--workers", str(workers)]
+    args = ["--engine", engine, "--loop", loop_for(engine), "--workers", str(workers)]
     env = {"WEBSERVER_GRACEFUL_TIMEOUT": str(GRACE)}
     with running_server(args, env=env) as server:
         report = drive_and_terminate(
@@ -51,7 +52,7 @@ STALL = 0.3
 @pytest.mark.parametrize("workers", [1, 2])
 @pytest.mark.parametrize("engine", loops.ENGINES)
 def test_sigterm_at_saturation_resets_no_queued_connection(engine: str, workers: int) -> None:
-    args = ["--engine", engine, "--loop", "auto", "--workers", str(workers)]
+    args = ["--engine", engine, "--loop", loop_for(engine), "--workers", str(workers)]
     env = {"WEBSERVER_GRACEFUL_TIMEOUT": str(GRACE)}
     with running_server(args, env=env) as server:
         report = drive_and_terminate(
@@ -68,7 +69,7 @@ def test_sigterm_at_saturation_resets_no_queued_connection(engine: str, workers:
 @pytest.mark.parametrize("engine", loops.ENGINES)
 def test_grace_period_bounds_the_wait_for_slow_requests(engine: str) -> None:
     env = {"WEBSERVER_GRACEFUL_TIMEOUT": "1"}
-    with running_server(["--engine", engine, "--loop", "auto"], env=env) as server:
+    with running_server(["--engine", engine, "--loop", loop_for(engine)], env=env) as server:
         report = drive_and_terminate(
             f"{server.url}/demo/sleep?ms=8000", server.process, connections=4, signal_after=0.5,
             duration=1.5, grace=15,

@@ -6,13 +6,27 @@ import re
 
 import pytest
 from granian.constants import Loops
+from gunicorn.config import Config
 from uvicorn.config import LOOP_FACTORIES
 
 from app.core import loops
 
+
+def gunicorn_accepts(setting: str, value: str) -> bool:
+    """Whether gunicorn's own validator takes `value` for `setting`."""
+    try:
+        Config().set(setting, value)
+    except ValueError:
+        return False
+    return True
+
+
 ENGINE_LOOP_CHOICES = {
     "uvicorn": set(LOOP_FACTORIES),
     "granian": {member.value for member in Loops},
+    # gunicorn lists its loops nowhere but in its validator: ask it about every name.
+    "gunicorn": {name for name in (*loops.LOOP_POLICIES, "rloop:new_event_loop")
+                 if gunicorn_accepts("asgi_loop", name)},
 }
 CELLS = loops.matrix()
 
@@ -40,6 +54,8 @@ ACCEPTED = {
     ("uvicorn", True): {"auto", "asyncio", "uvloop", "zuvloop"},  # zuvloop: Python 3.14+
     ("granian", False): {"auto", "asyncio", "uvloop", "rloop"},
     ("granian", True): {"auto", "asyncio", "uvloop", "rloop"},
+    ("gunicorn", False): {"auto", "asyncio", "uvloop"},
+    ("gunicorn", True): {"auto", "asyncio", "uvloop"},
 }
 
 
@@ -59,8 +75,34 @@ def test_each_refusal_names_what_the_engine_accepts(cell: loops.MatrixCell) -> N
 
 def test_refused_cells_are_the_measured_ones() -> None:
     refused = {(c.engine, c.loop) for c in CELLS if not c.allowed}
-    assert refused == {("uvicorn", "rloop"), ("uvicorn", "zuvloop"), ("granian", "zuvloop")}
+    assert refused == {("uvicorn", "rloop"), ("uvicorn", "zuvloop"), ("granian", "zuvloop"),
+                       ("gunicorn", "rloop"), ("gunicorn", "zuvloop")}
     assert loops.refusal("uvicorn", "zuvloop", (3, 14)) is None
+
+
+def test_gunicorn_refuses_the_loops_the_matrix_refuses_it() -> None:
+    assert ENGINE_LOOP_CHOICES["gunicorn"] == {"auto", "asyncio", "uvloop"}
+
+
+def test_every_parser_is_a_value_its_engines_accept() -> None:
+    for spec in loops.HTTP_PARSERS.values():
+        for engine, value in spec.engine_values.items():
+            if engine == "gunicorn":
+                assert gunicorn_accepts("http_parser", value), spec.name
+    assert not gunicorn_accepts("http_parser", "httptools")
+
+
+def test_every_engine_honours_each_setting_or_says_why_not() -> None:
+    """A setting added to FEATURES must say what each engine does with it."""
+    for feature in loops.FEATURES.values():
+        for engine in loops.ENGINES:
+            honoured = engine in feature.honoured_by
+            assert honoured != (engine in feature.refused_because), (feature.setting, engine)
+    for spec in loops.LOOPS.values():
+        for engine in loops.ENGINES:
+            accepted = engine in spec.engine_values
+            assert accepted != (engine in spec.refused_because), (spec.name, engine)
+            assert accepted == (engine in spec.verified), (spec.name, engine)
 
 
 @pytest.mark.parametrize(("engine", "loop"), [("nginx", "auto"), ("uvicorn", "trio")])

@@ -54,6 +54,16 @@ BAD_SETTINGS = [
     ({"WEBSERVER_ENGINE": "uvicorn", "WEBSERVER_HTTP": "httptools", "WEBSERVER_HTTP2": "true"},
      "HTTP/2 under uvicorn needs the zttp parser"),
     ({"WEBSERVER_ENGINE": "uvicorn", "WEBSERVER_HTTP2": "true"}, "needs the zttp parser"),
+    # gunicorn: its loops, its parsers, and what its asgi worker cannot do.
+    ({"WEBSERVER_ENGINE": "gunicorn", "WEBSERVER_LOOP": "rloop"}, "Invalid ASGI loop"),
+    ({"WEBSERVER_ENGINE": "gunicorn", "WEBSERVER_HTTP": "httptools"},
+     "httptools is a parser of uvicorn, not of gunicorn: gunicorn takes auto, h1c or python."),
+    ({"WEBSERVER_ENGINE": "uvicorn", "WEBSERVER_HTTP": "python"}, "not of uvicorn"),
+    ({"WEBSERVER_ENGINE": "gunicorn", "WEBSERVER_THREADS": "4"}, "ignores threads"),
+    ({"WEBSERVER_ENGINE": "gunicorn", "WEBSERVER_MAX_CONCURRENCY": "10"},
+     "caps neither connections nor requests"),
+    ({"WEBSERVER_ENGINE": "gunicorn", "WEBSERVER_WORKER_LIFETIME": "3600"},
+     "cannot recycle a worker by age"),
     # A name that is not a setting would be ignored: refused, with the likely one.
     ({"WEBSERVER_WORKER": "4"}, "WEBSERVER_WORKER (in the environment) is not a setting"
      " of this service; did you mean WEBSERVER_WORKERS?"),

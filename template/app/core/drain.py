@@ -9,6 +9,8 @@ engine accepts and serves what is queued, and only then hands the signal on.
 
 granian's workers each listen on a socket of their own (SO_REUSEPORT): its main
 process asks them to drop new SYNs with SIGUSR2, and reads their queues in /proc.
+gunicorn's workers share its arbiter's listener: the arbiter filters it, from a
+`when_ready` hook (app/core/gunicorn_app.py).
 """
 
 from __future__ import annotations
@@ -98,6 +100,15 @@ def wait_until_accepted(port: int, timeout: float) -> int:
     return queued(port)
 
 
+def refuse_own_listeners(port: int) -> None:
+    """Drop new SYNs on this process's listeners on `port` (found in /proc: granian's
+    workers and gunicorn's arbiter hold theirs where the launcher cannot see them)."""
+    socks = own_listeners(port)
+    refuse_new_connections(socks)
+    for sock in socks:
+        sock.close()
+
+
 def refuse_on_signal(port: int) -> None:
     """In a granian worker: drop new SYNs on its own listener when the main process
     asks (refuse_in_workers)."""
@@ -105,10 +116,7 @@ def refuse_on_signal(port: int) -> None:
         # A signal handler runs inside whatever request code was executing: it must
         # never raise there, or that request fails.
         with contextlib.suppress(Exception):
-            socks = own_listeners(port)
-            refuse_new_connections(socks)
-            for sock in socks:
-                sock.close()
+            refuse_own_listeners(port)
 
     signal.signal(REFUSE_SIGNAL, refuse)
 

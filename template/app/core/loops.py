@@ -12,7 +12,7 @@ import sys
 from dataclasses import dataclass, field
 from typing import Literal
 
-Engine = Literal["uvicorn", "granian"]
+Engine = Literal["uvicorn", "granian", "gunicorn"]
 PythonVersion = tuple[int, int]
 
 PYTHON_VERSIONS: tuple[str, ...] = ("3.11", "3.12", "3.13", "3.14")
@@ -21,17 +21,37 @@ AUTO = "auto"
 
 @dataclass(frozen=True)
 class EngineSpec:
-    """What an engine does differently from the other (measured, see docs/engines.md)."""
+    """What an engine does differently from the others (measured, see docs/engines.md)."""
 
     name: Engine
-    parser_choice: bool  # takes an HTTP parser (WEBSERVER_HTTP)
+    summary: str
+    # The parser it always uses, where WEBSERVER_HTTP has no choice under it (granian's,
+    # in Rust); empty when it takes parsers (HTTP_PARSERS says which).
+    own_parser: str = ""
+    # What `auto` resolves to: the first installed of these (the engine's own auto).
+    http_auto: tuple[str, ...] = ()
+    # Cleartext HTTP/2 with any parser; else only with a parser that carries it (zttp).
+    http2_any_parser: bool = False
+
+    @property
+    def parsers(self) -> tuple[str, ...]:
+        """The parsers WEBSERVER_HTTP may name under this engine, besides auto."""
+        return tuple(name for name, spec in HTTP_PARSERS.items() if self.name in spec.engine_values)
+
+    @property
+    def parser_choice(self) -> bool:
+        return bool(self.parsers)
 
 
 ENGINE_SPECS: dict[str, EngineSpec] = {
     spec.name: spec
     for spec in (
-        EngineSpec("uvicorn", parser_choice=True),
-        EngineSpec("granian", parser_choice=False),
+        EngineSpec("uvicorn", "Python, with a parser in C, Zig or Python",
+                   http_auto=("httptools", "h11")),
+        EngineSpec("granian", "Rust (hyper), its workers supervised in Rust",
+                   own_parser="hyper", http2_any_parser=True),
+        EngineSpec("gunicorn", "its native asgi worker under gunicorn's arbiter",
+                   http_auto=("h1c", "python"), http2_any_parser=True),
     )
 }
 ENGINES: tuple[Engine, ...] = tuple(ENGINE_SPECS)  # type: ignore[assignment]
@@ -49,7 +69,19 @@ class LoopSpec:
     engine_values: dict[str, str] = field(default_factory=dict)
     # engine -> why it is refused (a measured reason, quoted in the refusal)
     refused_because: dict[str, str] = field(default_factory=dict)
+    # engine -> what was run to accept it (docs/engines.md, "Evidence")
+    verified: dict[str, str] = field(default_factory=dict)
 
+
+GUNICORN_LOOPS = ("gunicorn 27's asgi_loop takes auto, asyncio or uvloop only: "
+                  "`--asgi-loop {loop}`, or a module:callable factory, stops it with "
+                  "`Invalid ASGI loop`")
+# What accepting a pair took (docs/engines.md, "Evidence"): the project's own tests on
+# it, WEBSERVER_LOOP set to the loop: `pytest tests/test_boot.py tests/test_drain.py
+# tests/test_dev_reload.py -k ENGINE`.
+PASSED = ("the project's boot, request-set (Range and WebSockets included), two-worker, "
+          "drain (saturation included) and dev-reload tests pass ({where})")
+ON_313 = PASSED.format(where="Python 3.13, uvicorn 0.54, granian 2.8.9, gunicorn 27.0.1")
 
 LOOPS: dict[str, LoopSpec] = {
     spec.name: spec
@@ -58,23 +90,30 @@ LOOPS: dict[str, LoopSpec] = {
             "asyncio",
             "asyncio",
             "the standard library's selector loop",
-            engine_values={"uvicorn": "asyncio", "granian": "asyncio"},
+            engine_values={"uvicorn": "asyncio", "granian": "asyncio",
+                           "gunicorn": "asyncio"},
+            verified={"uvicorn": ON_313, "granian": ON_313, "gunicorn": ON_313},
         ),
         LoopSpec(
             "uvloop",
             "uvloop",
             "libuv through Cython",
-            engine_values={"uvicorn": "uvloop", "granian": "uvloop"},
+            engine_values={"uvicorn": "uvloop", "granian": "uvloop", "gunicorn": "uvloop"},
+            verified={"uvicorn": ON_313, "granian": ON_313, "gunicorn": ON_313},
         ),
         LoopSpec(
             "rloop",
             "rloop",
             "Rust, from the granian authors",
             engine_values={"granian": "rloop"},
+            verified={"granian": ON_313},
             refused_because={
-                "uvicorn": "under uvicorn, HTTP works but the WebSocket upgrade fails "
-                "because rloop's transport cannot switch protocol "
-                "(measured with uvicorn 0.54 and rloop 0.5)",
+                "uvicorn": "uvicorn 0.54 on rloop 0.5 (as `rloop:new_event_loop`) serves "
+                "HTTP, but a WebSocket it accepts is never switched to (its frames reach "
+                "the HTTP parser: `Invalid HTTP request received`), SIGTERM then waits "
+                "on that connection until killed, and one process lost 5-49 of ~900 "
+                "requests sent before SIGTERM",
+                "gunicorn": GUNICORN_LOOPS.format(loop="rloop"),
             },
         ),
         LoopSpec(
@@ -83,9 +122,13 @@ LOOPS: dict[str, LoopSpec] = {
             "Zig, wheels for CPython 3.14+ only",
             min_python=(3, 14),
             engine_values={"uvicorn": "zuvloop"},
+            verified={"uvicorn": PASSED.format(where="Python 3.14.8, uvicorn 0.54, "
+                                                     "zuvloop 0.0.17")},
             refused_because={
-                "granian": "granian 2.8 has no zuvloop choice "
-                "(its loops are asyncio, uvloop and rloop)",
+                "granian": "granian 2.8.9's loop option takes asyncio, uvloop, rloop "
+                "and winloop; another loop goes only in its private registry "
+                "(granian._loops), which is patching granian",
+                "gunicorn": GUNICORN_LOOPS.format(loop="zuvloop"),
             },
         ),
     )
@@ -217,44 +260,55 @@ def matrix(pythons: tuple[str, ...] = PYTHON_VERSIONS) -> list[MatrixCell]:
 
 @dataclass(frozen=True)
 class ParserSpec:
-    """An HTTP parser uvicorn can use (granian parses in Rust and has no choice)."""
+    """An HTTP parser WEBSERVER_HTTP can name, and the engines that take it (granian
+    parses in Rust and takes none)."""
 
     name: str
-    module: str
-    http2: bool = False
+    module: str  # must import for the parser to be usable
+    summary: str
+    # engine -> the value that engine's own parser option takes for this parser
+    engine_values: dict[str, str]
+    http2: bool = False  # carries cleartext HTTP/2 itself (see EngineSpec.http2_any_parser)
 
 
 HTTP_PARSERS: dict[str, ParserSpec] = {
     spec.name: spec
     for spec in (
-        ParserSpec("httptools", "httptools"),  # llhttp through Cython
-        ParserSpec("h11", "h11"),  # pure Python
-        ParserSpec("zttp", "zttp", http2=True),  # Zig; HTTP/1.1 and cleartext HTTP/2
+        ParserSpec("httptools", "httptools", "llhttp through Cython",
+                   {"uvicorn": "httptools"}),
+        ParserSpec("h11", "h11", "pure Python", {"uvicorn": "h11"}),
+        ParserSpec("zttp", "zttp", "Zig; HTTP/1.1 and cleartext HTTP/2", {"uvicorn": "zttp"},
+                   http2=True),
+        # gunicorn's `fast`: the gunicorn-h1c package, published as source only, so not a
+        # dependency (building it needs a C compiler the slim image lacks).
+        ParserSpec("h1c", "gunicorn_h1c", "picohttpparser through C (gunicorn-h1c, "
+                   "not installed by default)", {"gunicorn": "fast"}),
+        ParserSpec("python", "gunicorn", "gunicorn's own, pure Python", {"gunicorn": "python"}),
     )
 }
 HTTP_POLICIES: tuple[str, ...] = (AUTO, *HTTP_PARSERS)
-PARSER_ENGINE = next(name for name, spec in ENGINE_SPECS.items() if spec.parser_choice)
-GRANIAN_HTTP = "hyper"
-# uvicorn's own `auto`, kept as is: httptools when installed, else h11; never zttp.
-HTTP_AUTO_PREFERENCE: tuple[str, ...] = ("httptools", "h11")
 
 
 def http_refusal(engine: str, http: str, http2: bool = False) -> str | None:
     """Why `engine` cannot use parser `http` (with HTTP/2 or not), or None."""
     if http not in HTTP_POLICIES:
         return f"Unknown HTTP parser {http!r}: choose {_one_of(HTTP_POLICIES)}."
-    if not ENGINE_SPECS[engine].parser_choice and http != AUTO:
-        return (
-            f"{engine} parses HTTP itself (Rust, {GRANIAN_HTTP}) and has no parser choice; "
-            f"leave the parser at auto, or use {PARSER_ENGINE} for {http}."
-        )
-    if http2 and ENGINE_SPECS[engine].parser_choice and (
-        http == AUTO or not HTTP_PARSERS[http].http2
-    ):
-        capable = [spec.name for spec in HTTP_PARSERS.values() if spec.http2]
+    spec = ENGINE_SPECS[engine]
+    if http != AUTO and http not in spec.parsers:
+        takers = [name for name in ENGINES if name in HTTP_PARSERS[http].engine_values]
+        if not spec.parser_choice:
+            return (
+                f"{engine} parses HTTP itself ({spec.own_parser}) and has no parser "
+                f"choice; leave the parser at auto, or use {_one_of(takers)} for {http}."
+            )
+        return (f"{http} is a parser of {_one_of(takers)}, not of {engine}: "
+                f"{engine} takes {_one_of([AUTO, *spec.parsers])}.")
+    if http2 and not spec.http2_any_parser and (http == AUTO or not HTTP_PARSERS[http].http2):
+        capable = [name for name in spec.parsers if HTTP_PARSERS[name].http2]
+        anyway = [name for name in ENGINES if ENGINE_SPECS[name].http2_any_parser]
         return (
             f"HTTP/2 under {engine} needs the {_one_of(capable)} parser "
-            f"(the parser is {http}); granian serves HTTP/2 with no parser choice."
+            f"(the parser is {http}); {_one_of(anyway)} serve HTTP/2 with any parser."
         )
     return None
 
@@ -263,17 +317,24 @@ def http_availability_refusal(engine: str, http: str, http2: bool = False) -> st
     reason = http_refusal(engine, http, http2)
     if reason or http == AUTO or importable(HTTP_PARSERS[http].module):
         return reason
-    return f"the {http} parser is not installed in this environment (install the {http} package)."
+    package = HTTP_PARSERS[http].module.replace("_", "-")
+    return (f"the {http} parser is not installed in this environment (install the "
+            f"{package} package).")
 
 
 def resolve_http(engine: str, http: str = AUTO) -> str:
-    if not ENGINE_SPECS[engine].parser_choice:
-        return GRANIAN_HTTP
+    """The parser that serves: the one named, or `auto`'s first installed choice."""
+    spec = ENGINE_SPECS[engine]
+    if not spec.parser_choice:
+        return spec.own_parser
     if http != AUTO:
         return http
-    return next(
-        name for name in HTTP_AUTO_PREFERENCE if importable(HTTP_PARSERS[name].module)
-    )
+    return next(name for name in spec.http_auto if importable(HTTP_PARSERS[name].module))
+
+
+def http_engine_value(engine: str, http: str) -> str:
+    """What to pass as the engine's own parser option for a resolved parser."""
+    return HTTP_PARSERS[http].engine_values[engine]
 
 
 @dataclass(frozen=True)
@@ -295,44 +356,75 @@ FEATURES: dict[str, FeatureSpec] = {
     for spec in (
         FeatureSpec("threads", {"granian": "runtime_threads"},
                     {"uvicorn": "uvicorn runs each worker on one event-loop thread; scale "
-                                "it with WEBSERVER_WORKERS"}, inactive=1),
-        FeatureSpec("backlog", {"uvicorn": "backlog", "granian": "backlog"}),
+                                "it with WEBSERVER_WORKERS",
+                     "gunicorn": "gunicorn's asgi worker runs one event-loop thread and "
+                                 "ignores threads (it warns); scale it with "
+                                 "WEBSERVER_WORKERS"}, inactive=1),
+        FeatureSpec("backlog", {"uvicorn": "backlog", "granian": "backlog",
+                                "gunicorn": "backlog"}),
         FeatureSpec("max_concurrency",
                     {"uvicorn": "limit_concurrency (503 past the cap)",
-                     "granian": "backpressure (requests past the cap wait)"}, inactive=0),
+                     "granian": "backpressure (requests past the cap wait)"},
+                    {"gunicorn": "gunicorn 27's asgi worker caps neither connections nor "
+                                 "requests (worker_connections is read by its gthread and "
+                                 "gevent workers only)"}, inactive=0),
         FeatureSpec("keepalive_timeout",
                     {"uvicorn": "timeout_keep_alive",
                      "granian": "http1_settings.header_read_timeout (also bounds the time "
-                                "to send a request's headers)"}),
+                                "to send a request's headers)",
+                     "gunicorn": "keepalive"}),
         FeatureSpec("websockets", {"uvicorn": "ws='none' when false",
-                                   "granian": "websockets"}),
+                                   "granian": "websockets",
+                                   "gunicorn": "the launcher's layer refusing the upgrade "
+                                               "when false (its asgi worker has no "
+                                               "switch)"}, inactive=True),
         FeatureSpec("ws_ping_interval", {"uvicorn": "ws_ping_interval, 20 s pong timeout"},
-                    {"granian": "granian sends no WebSocket pings"}, inactive=0),
+                    {"granian": "granian sends no WebSocket pings",
+                     "gunicorn": "gunicorn 27's asgi worker sends no WebSocket pings (it "
+                                 "answers the client's)"}, inactive=0),
         FeatureSpec("worker_max_requests",
                     {"uvicorn": "limit_max_requests + limit_max_requests_jitter (10 %), "
-                                "workers replaced by the launcher's supervisor"},
+                                "workers replaced by the launcher's supervisor",
+                     "gunicorn": "max_requests + max_requests_jitter (10 %), workers "
+                                 "replaced by its arbiter"},
                     {"granian": "granian 2.8 cannot recycle a worker by request count; "
                                 "WEBSERVER_WORKER_LIFETIME and WEBSERVER_WORKER_MAX_MEMORY "
                                 "recycle it by age and by memory"}, inactive=0),
         FeatureSpec("worker_lifetime", {"granian": "workers_lifetime"},
                     {"uvicorn": "uvicorn cannot recycle a worker by age; "
-                                "WEBSERVER_WORKER_MAX_REQUESTS recycles it by request count"},
+                                "WEBSERVER_WORKER_MAX_REQUESTS recycles it by request count",
+                     "gunicorn": "gunicorn cannot recycle a worker by age; "
+                                 "WEBSERVER_WORKER_MAX_REQUESTS recycles it by request "
+                                 "count"},
                     inactive=0,
                     floor={"granian": (60, "granian recycles a worker after 60 seconds "
                                            "at the soonest")}),
         FeatureSpec("worker_max_memory", {"granian": "workers_max_rss"},
                     {"uvicorn": "uvicorn does not watch its workers' memory; "
                                 "WEBSERVER_WORKER_MAX_REQUESTS recycles them by request "
-                                "count"}, inactive=0),
+                                "count",
+                     "gunicorn": "gunicorn does not watch its workers' memory; "
+                                 "WEBSERVER_WORKER_MAX_REQUESTS recycles them by request "
+                                 "count"}, inactive=0),
         FeatureSpec("respawn_failed_workers",
                     {"uvicorn": "the launcher's supervisor (uvicorn's, with respawning made "
-                                "a choice)", "granian": "respawn_failed_workers"}),
+                                "a choice)", "granian": "respawn_failed_workers",
+                     "gunicorn": "its arbiter, which always respawns; when false the "
+                                 "launcher's child_exit hook stops it"}),
         FeatureSpec("access_log", {"uvicorn": "the app's access log middleware (uvicorn's "
                                               "own off)",
                                    "granian": "the app's access log middleware (granian's "
-                                              "own off)"}),
+                                              "own off)",
+                                   "gunicorn": "the app's access log middleware "
+                                               "(gunicorn's own off)"}),
         FeatureSpec("graceful_timeout", {"uvicorn": "timeout_graceful_shutdown",
-                                         "granian": "workers_kill_timeout"}),
+                                         "granian": "workers_kill_timeout",
+                                         "gunicorn": "graceful_timeout"}),
+        FeatureSpec("http2", {"uvicorn": "http2, with the zttp parser",
+                              "granian": "http='auto' (HTTP/1 pinned when false)",
+                              "gunicorn": "http_protocols='h2,h1' + http2_cleartext='both': "
+                                          "h2c to peers in WEBSERVER_TRUSTED_PROXIES only "
+                                          "(its forwarded_allow_ips)"}, inactive=False),
     )
 }
 

@@ -41,19 +41,30 @@ def parser_table(loops: ModuleType) -> str:
         _row(["engine", *(f"`{name}`" for name in loops.HTTP_POLICIES), "HTTP/2 (h2c)"]),
         _row(["---"] * (2 + len(loops.HTTP_POLICIES))),
     ]
-    for engine in loops.ENGINES:
-        cells = [engine]
-        if engine == loops.PARSER_ENGINE:
-            cells.append(" if installed, else ".join(loops.HTTP_AUTO_PREFERENCE))
-            cells += ["yes" for _ in loops.HTTP_PARSERS]
-            capable = [spec.name for spec in loops.HTTP_PARSERS.values() if spec.http2]
-            cells.append(f"with {', '.join(capable)}")
-        else:
-            cells.append(f"{loops.GRANIAN_HTTP} (Rust)")
-            cells += ["refused" for _ in loops.HTTP_PARSERS]
-            cells.append("yes")
+    for engine, spec in loops.ENGINE_SPECS.items():
+        auto = (" if installed, else ".join(spec.http_auto) if spec.parser_choice
+                else f"{spec.own_parser} (its own)")
+        cells = [engine, auto, *("yes" if name in spec.parsers else "refused"
+                                 for name in loops.HTTP_PARSERS)]
+        capable = [name for name in spec.parsers if loops.HTTP_PARSERS[name].http2]
+        cells.append("yes" if spec.http2_any_parser else f"with {', '.join(capable)}")
         lines.append(_row(cells))
     return "\n".join(lines)
+
+
+def evidence(loops: ModuleType) -> str:
+    """Each engine x loop pair, its verdict, and what was run or seen to decide it."""
+    lines = [_row(["engine", "loop", "verdict", "evidence"]), _row(["---"] * 4)]
+    for engine in loops.ENGINES:
+        for name, spec in loops.LOOPS.items():
+            if engine in spec.engine_values:
+                newer = (f" (Python {loops.version_text(spec.min_python)}+)"
+                         if spec.min_python > loops.python_version(loops.PYTHON_VERSIONS[0])
+                         else "")
+                lines.append(_row([engine, name, f"accepted{newer}", spec.verified[engine]]))
+            else:
+                lines.append(_row([engine, name, "refused", spec.refused_because[engine]]))
+    return "\n".join(lines) + "\n"
 
 
 def tables(loops: ModuleType) -> str:

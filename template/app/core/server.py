@@ -56,9 +56,14 @@ def create_served_app(app: ASGIApp | None = None) -> ASGIApp:
     from app.core.probes import ProbeMiddleware
     from app.main import create_app
 
-    if get_settings().engine == "granian":
-        drain.refuse_on_signal(get_settings().port)  # each worker has its own listener
-    proxied = ForwardedHeadersMiddleware(app or create_app(), get_settings().trusted_proxies)
+    settings = get_settings()
+    if settings.engine == "granian":
+        drain.refuse_on_signal(settings.port)  # each worker has its own listener
+    proxied = ForwardedHeadersMiddleware(app or create_app(), settings.trusted_proxies)
+    if settings.engine == "gunicorn" and not settings.websockets:
+        from app.core.gunicorn_app import WebSocketsOff
+
+        return WebSocketsOff(ProbeMiddleware(proxied))
     return ProbeMiddleware(proxied)
 
 
@@ -226,32 +231,82 @@ def run_granian(settings: Settings, loop: str) -> None:
     server.serve()
 
 
-def run_granian_dev(settings: Settings, loop: str) -> None:
-    """Restart a non-reloading granian on every change, as uvicorn's reloader does.
+def gunicorn_options(settings: Settings, loop: str) -> dict[str, object]:
+    """gunicorn's settings for this run, by gunicorn's names."""
+    host = f"[{settings.host}]" if ":" in settings.host else settings.host
+    return {
+        "bind": [f"{host}:{settings.port}"],
+        "worker_class": "asgi",  # gunicorn's native ASGI worker
+        "workers": settings.workers,
+        "asgi_loop": loops.engine_value("gunicorn", loop),
+        "http_parser": loops.http_engine_value("gunicorn", settings.resolved_http),
+        "backlog": settings.backlog,
+        "keepalive": settings.keepalive_timeout,
+        "graceful_timeout": settings.graceful_timeout,
+        "max_requests": settings.worker_max_requests,
+        "max_requests_jitter": settings.worker_max_requests // 10,
+        "loglevel": settings.log_level,
+        "errorlog": "-",  # its lines on stderr, as the other engines' (docs/security.md)
+        "accesslog": None,  # the app's own access log, the same on every engine
+        # The proxy headers are the app's layer's (create_served_app), as on the other
+        # engines: gunicorn rewrites no scheme, and its trusted addresses only say who
+        # may open cleartext HTTP/2 (gunicorn answers h2c to those alone).
+        "secure_scheme_headers": {},
+        "forwarded_allow_ips": settings.trusted_proxies,
+        "http_protocols": "h2,h1" if settings.http2 else "h1",
+        "http2_cleartext": "both" if settings.http2 else "off",
+        # Its control socket would go in $HOME/.gunicorn, which the image's user lacks
+        # (and the root filesystem is read-only in Kubernetes).
+        "control_socket_disable": True,
+    }
+
+
+def run_gunicorn(settings: Settings, loop: str) -> None:
+    from app.core.gunicorn_app import FAILED, GunicornApp
+
+    server = GunicornApp(gunicorn_options(settings, loop), settings.port,
+                         drain_timeout(settings), settings.respawn_failed_workers)
+    try:
+        server.run()
+    except SystemExit:
+        if server.failed:
+            sys.exit(FAILED)
+        raise
+
+
+def restart_on_change(runner: Callable[[Settings, str], None]) -> Callable[[Settings, str], None]:
+    """Restart a non-reloading server on every change, as uvicorn's reloader does.
 
     granian's own reloader (2.8.9) stops for good when a worker dies while starting (a
     syntax error saved into a running dev server), and with
     `reload_ignore_worker_failure` it can miss SIGTERM when a change lands while a
-    worker is spawning. watchfiles restarts the server on each change and, when it
-    crashed, waits for the next save.
+    worker is spawning. gunicorn's (27.0.1, asgi worker) answers every request with
+    the error after a bad save, and never loads the fix: it does not watch the file
+    that failed. watchfiles restarts the server on each change and, when it crashed,
+    waits for the next save.
     """
-    import watchfiles
+    def run(settings: Settings, loop: str) -> None:
+        import watchfiles
 
-    serving = settings.model_copy(update={"reload": False})
-    # watchfiles turns SIGTERM into KeyboardInterrupt once it has stopped the child.
-    with contextlib.suppress(KeyboardInterrupt):
-        watchfiles.run_process(APP_DIR, target=run_granian, args=(serving, loop))
+        serving = settings.model_copy(update={"reload": False})
+        # watchfiles turns SIGTERM into KeyboardInterrupt once it has stopped the child.
+        with contextlib.suppress(KeyboardInterrupt):
+            watchfiles.run_process(APP_DIR, target=runner, args=(serving, loop))
+
+    return run
 
 
 ENGINE_RUNNERS: dict[str, Callable[[Settings, str], None]] = {
     "uvicorn": run_uvicorn,
     "granian": run_granian,
+    "gunicorn": run_gunicorn,
 }
 
 
 DEV_RUNNERS: dict[str, Callable[[Settings, str], None]] = {
     "uvicorn": run_uvicorn,  # uvicorn's reloader already survives a bad save
-    "granian": run_granian_dev,
+    "granian": restart_on_change(run_granian),
+    "gunicorn": restart_on_change(run_gunicorn),
 }
 
 

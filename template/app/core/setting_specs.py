@@ -95,14 +95,17 @@ ACCESS_LOG_FORMATS = ("off", "text", "json")
 HEALTH_DETAILS = ("minimal", "full")
 
 SETTINGS: tuple[SettingSpec, ...] = (
-    SettingSpec("engine", str, Answer("default_engine"), "ASGI server: uvicorn or granian"),
+    SettingSpec("engine", str, Answer("default_engine"),
+                "ASGI server: uvicorn, granian or gunicorn"),
     SettingSpec("loop", str, Answer("loop_policy"),
                 "event loop: auto (uvloop, else asyncio), asyncio, uvloop, rloop (granian), "
                 "zuvloop (uvicorn, Python 3.14+)"),
     SettingSpec("http", str, "auto",
-                "uvicorn's HTTP parser: auto (httptools, else h11), httptools, h11, zttp"),
+                "HTTP parser: auto (the engine's choice), uvicorn's httptools, h11, zttp, or "
+                "gunicorn's h1c, python (granian has its own)"),
     SettingSpec("http2", bool, False,
-                "also answer cleartext HTTP/2 (h2c); uvicorn needs the zttp parser"),
+                "also answer cleartext HTTP/2 (h2c); uvicorn needs the zttp parser, gunicorn "
+                "answers it to trusted proxies only"),
     SettingSpec("host", str, "127.0.0.1", "bind address"),
     SettingSpec("port", int, Answer("port"), "port", 1, 65535),
     SettingSpec("workers", int, Answer("workers"), "worker processes", 1, 64),
@@ -120,7 +123,7 @@ SETTINGS: tuple[SettingSpec, ...] = (
                 "seconds between WebSocket pings, 0 = none (uvicorn)", 0, 3600),
     SettingSpec("worker_max_requests", int, 0,
                 "recycle a worker after this many requests, plus up to 10 % jitter, "
-                "0 = never (uvicorn)", 0, 100_000_000),
+                "0 = never (uvicorn, gunicorn)", 0, 100_000_000),
     SettingSpec("worker_lifetime", int, 0,
                 "recycle a worker after this many seconds, 0 = never (granian, 60 or more)",
                 0, 31_536_000),
