@@ -64,6 +64,57 @@ loops = load_template_module("app/core/loops.py")
 setting_specs = load_template_module("app/core/setting_specs.py")
 
 
+@dataclass(frozen=True)
+class MatrixCell:
+    """One Python x engine x loop policy, with the matrix's verdict."""
+
+    python: str
+    engine: str
+    loop: str
+    refusal: str | None
+
+    @property
+    def allowed(self) -> bool:
+        return self.refusal is None
+
+
+def matrix(pythons: tuple[str, ...] = loops.PYTHON_VERSIONS) -> list[MatrixCell]:
+    """Every Python x engine x loop policy, with its verdict (the questions' and the
+    combinations' tests walk it; the service never needs the whole product)."""
+    return [
+        MatrixCell(py, engine, loop, loops.refusal(engine, loop, loops.python_version(py)))
+        for py in pythons
+        for engine in loops.ENGINES
+        for loop in loops.LOOP_POLICIES
+    ]
+
+
+def env_example_for(answers: dict[str, object]) -> str:
+    """`.env.example`: every setting with its help and default, for these answers."""
+    lines = [
+        "# Every setting, with its default (the Copier answers among them). Put only the",
+        "# ones you change in .env; command-line flags of `serve` win over both.",
+    ]
+    for spec in setting_specs.SETTINGS:
+        accepts = f" ({spec.accepts()})" if spec.accepts() else ""
+        lines += [f"# {spec.help}{accepts}",
+                  f"{spec.env}={spec.text(spec.default_for(answers))}"]
+    return "\n".join(lines) + "\n"
+
+
+def settings_markdown(answers: dict[str, object] | None = None) -> str:
+    """The settings table (rendered README, docs); without answers, answer defaults are
+    named, not valued."""
+    rows = ["| setting | default | what it controls |", "|---|---|---|"]
+    for spec in setting_specs.SETTINGS:
+        if answers is None and isinstance(spec.default, setting_specs.Answer):
+            default = f"the `{spec.default.question}` answer"
+        else:
+            default = f"`{spec.text(spec.default_for(answers or {}))}`"
+        rows.append(f"| `{spec.env}` | {default} | {spec.help} |")
+    return "\n".join(rows) + "\n"
+
+
 def slugify(name: str) -> str:
     return re.sub(r"[^a-z0-9]+", "-", name.lower()).strip("-")
 
@@ -251,12 +302,12 @@ class AnswersCheck(ContextHook):
 @pass_context
 def env_example(context: Context) -> str:
     """`.env.example`, from the settings' declaration and this project's answers."""
-    return setting_specs.env_example(dict(context.items()))
+    return env_example_for(dict(context.items()))
 
 
 @pass_context
 def settings_table(context: Context) -> str:
-    return setting_specs.markdown_table(dict(context.items()))
+    return settings_markdown(dict(context.items()))
 
 
 @pass_context

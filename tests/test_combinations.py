@@ -15,7 +15,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from extensions.matrix import loops
+from extensions.matrix import MatrixCell, loops, matrix
 from tests.conftest import (
     DEFAULT_PYTHON,
     FULL_MATRIX,
@@ -25,7 +25,7 @@ from tests.conftest import (
 )
 
 RUFF = str(Path(sys.executable).with_name("ruff"))
-ALLOWED = [cell for cell in loops.matrix() if cell.allowed]
+ALLOWED = [cell for cell in matrix() if cell.allowed]
 # The project's own tests boot both engines on the project's loop policy, so two
 # combinations that differ only in the default engine run the same tests: run them for
 # the first combination of each Python and loop policy. The rest run once per Python,
@@ -46,7 +46,7 @@ def loop_dependent_tests(loop: str) -> list[str]:
 
 
 @pytest.mark.parametrize("cell", ALLOWED, ids=lambda c: f"{c.python}-{c.engine}-{c.loop}")
-def test_combination(copie, cell: loops.MatrixCell) -> None:
+def test_combination(copie, cell: MatrixCell) -> None:
     result = copie.copy(
         extra_answers={
             "python_version": cell.python,

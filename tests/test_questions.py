@@ -20,7 +20,9 @@ import yaml
 
 from extensions.matrix import (
     VALUE_RULES,
+    MatrixCell,
     loops,
+    matrix,
     prompt_refusal,
     setting_specs,
     short_reason,
@@ -29,10 +31,10 @@ from extensions.matrix import (
 from tests.conftest import COPIER_YML, TEMPLATE_ROOT
 
 COPIER = str(Path(sys.executable).with_name("copier"))
-REFUSED = [cell for cell in loops.matrix() if not cell.allowed]
+REFUSED = [cell for cell in matrix() if not cell.allowed]
 
 
-def answers(cell: loops.MatrixCell) -> dict[str, str]:
+def answers(cell: MatrixCell) -> dict[str, str]:
     return {"python_version": cell.python, "default_engine": cell.engine, "loop_policy": cell.loop}
 
 
@@ -56,7 +58,7 @@ def test_choices_are_the_matrix(question: str, expected: tuple[str, ...]) -> Non
 
 
 @pytest.mark.parametrize("cell", REFUSED, ids=lambda c: f"{c.python}-{c.engine}-{c.loop}")
-def test_impossible_combination_renders_nothing(copie, cell: loops.MatrixCell) -> None:
+def test_impossible_combination_renders_nothing(copie, cell: MatrixCell) -> None:
     result = copie.copy(extra_answers=answers(cell))
     assert result.exit_code != 0
     # pytest-copie's answers meet the choice's check first, which gives the sentence's

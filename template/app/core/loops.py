@@ -237,28 +237,6 @@ def engine_value(engine: str, loop: str) -> str:
 
 
 @dataclass(frozen=True)
-class MatrixCell:
-    python: str
-    engine: str
-    loop: str
-    refusal: str | None
-
-    @property
-    def allowed(self) -> bool:
-        return self.refusal is None
-
-
-def matrix(pythons: tuple[str, ...] = PYTHON_VERSIONS) -> list[MatrixCell]:
-    """Every python x engine x loop policy, with its verdict."""
-    return [
-        MatrixCell(py, engine, loop, refusal(engine, loop, python_version(py)))
-        for py in pythons
-        for engine in ENGINES
-        for loop in LOOP_POLICIES
-    ]
-
-
-@dataclass(frozen=True)
 class ParserSpec:
     """An HTTP parser WEBSERVER_HTTP can name, and the engines that take it (granian
     parses in Rust and takes none)."""

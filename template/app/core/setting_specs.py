@@ -160,28 +160,3 @@ BY_NAME = {spec.name: spec for spec in SETTINGS}
 # may run as root on purpose; a privileged port that cannot be bound is refused at
 # start with its own sentence (server.listen_address).
 UNPRIVILEGED_PORT_MINIMUM = 1024
-
-
-def env_example(answers: dict[str, object]) -> str:
-    """`.env.example`: every setting with its help and default."""
-    lines = [
-        "# Every setting, with its default (the Copier answers among them). Put only the",
-        "# ones you change in .env; command-line flags of `serve` win over both.",
-    ]
-    for spec in SETTINGS:
-        accepts = f" ({spec.accepts()})" if spec.accepts() else ""
-        lines += [f"# {spec.help}{accepts}",
-                  f"{spec.env}={spec.text(spec.default_for(answers))}"]
-    return "\n".join(lines) + "\n"
-
-
-def markdown_table(answers: dict[str, object] | None = None) -> str:
-    """The settings table; without answers, answer defaults are named, not valued."""
-    rows = ["| setting | default | what it controls |", "|---|---|---|"]
-    for spec in SETTINGS:
-        if answers is None and isinstance(spec.default, Answer):
-            default = f"the `{spec.default.question}` answer"
-        else:
-            default = f"`{spec.text(spec.default_for(answers or {}))}`"
-        rows.append(f"| `{spec.env}` | {default} | {spec.help} |")
-    return "\n".join(rows) + "\n"
