@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import signal
+import sys
 from pathlib import Path
 
 import typer
@@ -67,6 +69,8 @@ def bench_engines(
     except (RouteError, drivers.DriverError, ValueError, OSError) as error:
         typer.echo(f"Cannot bench: {error}", err=True)
         raise typer.Exit(2) from None
+    # A stop by SIGTERM unwinds like Ctrl-C, so the servers booted here are stopped too.
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(128 + signal.SIGTERM))
     console = Console(width=max(Console().width, 140))
     console.print(f"driver: {chosen.name}" + (f" ({chosen.note})" if chosen.note else "")
                   + (f"; passed over: {'; '.join(skipped)}" if skipped else ""), highlight=False)

@@ -146,7 +146,8 @@ def test_a_core_taken_from_the_server_or_the_driver_sets_a_slice_aside() -> None
     assert machine.taken_from_server(shares(0.0, 0.3, 0.7)) == "server core 30% taken (steal)"
     assert "other processes" in machine.taken_from_server(shares(0.2, 0.0, 0.5))  # type: ignore[operator]
     assert machine.taken_from_driver(shares(0.86, 0.0, 0.14)) is None  # the driver alone
+    assert machine.taken_from_driver(shares(0.5, 0.0, 0.15)) is None  # others, with room
     assert machine.taken_from_driver(shares(0.05, 0.0, 0.15)) == \
         "driver cores 80% of a core taken"
-    many = machine.shares(machine.CoreTimes(8.0, 6.0, 0.0), 8, 0.2)  # 7 cores: room to spare
+    many = machine.shares(machine.CoreTimes(8.0, 6.0, 0.0), 8, 0.2)  # 8 cores, room to spare
     assert machine.taken_from_driver(many) is None
