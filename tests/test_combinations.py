@@ -20,6 +20,7 @@ from tests.conftest import (
     DEFAULT_PYTHON,
     FULL_MATRIX,
     environment_for,
+    full_only,
     served_loop,
     server_process,
 )
@@ -40,12 +41,21 @@ OWN_TESTS = {(cell.python, cell.loop): cell for cell in reversed(ALLOWED)
                         for other in ALLOWED)}
 
 
+# Each cell renders, lints and boots its answers. `make test` boots every engine x loop
+# pair on the default Python (and the pairs only a newer Python has), and every engine
+# with the policy `auto` on every Python; `make test-all`, every cell.
+BOOTED = [cell for cell in ALLOWED
+          if FULL_MATRIX or cell.python == DEFAULT_PYTHON or cell.loop == loops.AUTO
+          or OWN_TESTS.get((cell.python, cell.loop)) == cell]
+
+
 def loop_dependent_tests(loop: str) -> list[str]:
     selected = ["configured_loop", "two_workers", *(["parser"] if loop == "zuvloop" else [])]
     return ["tests/test_boot.py", "-k", " or ".join(selected)]
 
 
-@pytest.mark.parametrize("cell", ALLOWED, ids=lambda c: f"{c.python}-{c.engine}-{c.loop}")
+@pytest.mark.parametrize("cell", [full_only(cell, full=cell not in BOOTED) for cell in ALLOWED],
+                         ids=lambda c: f"{c.python}-{c.engine}-{c.loop}")
 def test_combination(copie, cell: MatrixCell) -> None:
     result = copie.copy(
         extra_answers={
