@@ -351,6 +351,22 @@ FEATURES: dict[str, FeatureSpec] = {
                      "granian": "http1_settings.header_read_timeout (also bounds the time "
                                 "to send a request's headers)",
                      "gunicorn": "keepalive"}),
+        FeatureSpec("header_timeout",
+                    {"uvicorn": "the launcher's protocol (app/core/head_limits.py) closes "
+                                "a head not complete in time",
+                     "granian": "http1_settings.header_read_timeout, one timer with "
+                                "WEBSERVER_KEEPALIVE_TIMEOUT (from the last response): "
+                                "the larger of the two",
+                     "gunicorn": "the launcher's asgi worker (app/core/head_limits.py) "
+                                 "closes a head not complete in time"}),
+        FeatureSpec("max_header_size",
+                    {"uvicorn": "the launcher's protocol: 431 past it (zttp stops at its "
+                                "own 16 KiB)",
+                     "granian": "http1_settings.max_buffer_size: 431 past it (above "
+                                "16 KiB, a head arriving at once may pass up to 1.5x)",
+                     "gunicorn": "the launcher's asgi worker: 431 past it (its own "
+                                 "limits on each line stay: 414 for a request line "
+                                 "past limit_request_line)"}),
         FeatureSpec("websockets", {"uvicorn": "ws='none' when false",
                                    "granian": "websockets",
                                    "gunicorn": "the launcher's layer refusing the upgrade "

@@ -122,6 +122,8 @@ def _bind_failure(host: str, port: int, error: OSError) -> str:
 def uvicorn_config(settings: Settings, loop: str):  # -> uvicorn.Config
     import uvicorn
 
+    from app.core import head_limits
+
     return uvicorn.Config(
         APP_TARGET,
         factory=True,
@@ -131,8 +133,11 @@ def uvicorn_config(settings: Settings, loop: str):  # -> uvicorn.Config
         reload=settings.reload,
         reload_dirs=[str(APP_DIR)] if settings.reload else None,
         loop=loops.engine_value("uvicorn", loop),
-        http=settings.http,
+        # The parser's protocol with the head limits granian applies (head_limits.py);
+        # HTTP/2 keeps zttp's own, which uvicorn requires by name.
+        http="zttp" if settings.http2 else head_limits.uvicorn_protocol(settings.resolved_http),
         http2=settings.http2,
+        h11_max_incomplete_event_size=settings.max_header_size,
         ws="auto" if settings.websockets else "none",
         log_level=settings.log_level,
         access_log=False,  # the app's own access log, the same on both engines
@@ -187,7 +192,7 @@ def drain_timeout(settings: Settings) -> float:
 def run_granian(settings: Settings, loop: str) -> None:
     from granian import Granian
     from granian.constants import HTTPModes, Interfaces, Loops
-    from granian.http import HTTP1Settings
+    from granian.http import HTTP1Settings, HTTP2Settings
     from granian.log import LOGGING_CONFIG, LogLevels
 
     server = Granian(
@@ -205,8 +210,12 @@ def run_granian(settings: Settings, loop: str) -> None:
         websockets=settings.websockets,
         backlog=settings.backlog,
         backpressure=settings.max_concurrency or None,
-        # Its header read timeout also closes an idle keep-alive connection (measured).
-        http1_settings=HTTP1Settings(header_read_timeout=settings.keepalive_timeout * 1000),
+        # Its header read timeout also closes an idle keep-alive connection (measured): one
+        # timer for both, so the longer; its buffer is the most a request head may take.
+        http1_settings=HTTP1Settings(
+            header_read_timeout=max(settings.keepalive_timeout, settings.header_timeout) * 1000,
+            max_buffer_size=settings.max_header_size),
+        http2_settings=HTTP2Settings(max_headers_size=settings.max_header_size),
         log_level=LogLevels(settings.log_level),
         # Its lines and tracebacks on stderr, as uvicorn's and the app's: stdout is the
         # access log's alone (docs/security.md).
@@ -233,10 +242,13 @@ def run_granian(settings: Settings, loop: str) -> None:
 
 def gunicorn_options(settings: Settings, loop: str) -> dict[str, object]:
     """gunicorn's settings for this run, by gunicorn's names."""
+    from app.core import head_limits
+
     host = f"[{settings.host}]" if ":" in settings.host else settings.host
     return {
         "bind": [f"{host}:{settings.port}"],
-        "worker_class": "asgi",  # gunicorn's native ASGI worker
+        # gunicorn's native asgi worker, with the head's size and time (head_limits.py).
+        "worker_class": head_limits.GUNICORN_WORKER,
         "workers": settings.workers,
         "asgi_loop": loops.engine_value("gunicorn", loop),
         "http_parser": loops.http_engine_value("gunicorn", settings.resolved_http),

@@ -1,0 +1,219 @@
+"""What a request may send, the same on every engine: headers, body size, body time.
+
+No engine limits a body (a 1 GiB POST was read whole, 2.16 GB of peak memory under
+uvicorn and granian), times one (a body sent a byte a second was held as long as the
+client liked), or answers a malformed chunked body alike (uvicorn and gunicorn 400,
+granian 500 with a traceback). Here, before any route and whatever the route:
+
+- more than MAX_HEADERS header lines: 431. granian, zttp and gunicorn refuse them
+  themselves, httptools and h11 did not (app/core/head_limits.py bounds the head's
+  size first);
+- a body over WEBSERVER_MAX_BODY_SIZE bytes: 413. Announced (Content-Length), before a
+  byte of it is read; chunked (or HTTP/2), once the bytes read pass the limit, so no
+  more than the limit and one chunk is ever held;
+- a body whose client made the app wait more than WEBSERVER_BODY_TIMEOUT seconds in
+  all, from its first read (not the app's own time between reads): 408;
+- a chunked body that ends before its last chunk: 400. granian hands the app a
+  disconnect for a malformed chunk (uvicorn and gunicorn answer 400 themselves, and
+  their client gets that); a client that really left gets nothing, but its access line
+  says 400: the app cannot tell the two apart. A body with a Content-Length that stops
+  short is an aborted upload (499, app/middleware/errors.py).
+
+Each answer closes the connection (`Connection: close`): the rest of the body is never
+read. Refusals raised while a route reads the body are HTTPExceptions, so FastAPI's
+handlers (yours included) answer them as they answer any other; the body is then
+`{"detail": ...}`, as the answers given here before the route.
+
+A request with no body (neither Content-Length nor Transfer-Encoding, over HTTP/1)
+costs a scan of its headers and nothing else.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable
+from typing import Any
+
+from starlette.exceptions import HTTPException
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from app.core.config import get_settings
+
+MAX_HEADERS = 100  # granian's (hyper's), zttp's and gunicorn's own cap, not a setting
+BODY_HEADERS = frozenset((b"content-length", b"transfer-encoding"))
+CLOSE = {"Connection": "close"}
+
+
+class Refusal(HTTPException):
+    """A request refused for what it sent; the connection is closed after the answer."""
+
+    def __init__(self, status_code: int, detail: str) -> None:
+        super().__init__(status_code=status_code, detail=detail, headers=CLOSE)
+
+    def body(self) -> bytes:
+        return b'{"detail":"%s"}' % self.detail.encode()
+
+
+TOO_MANY_HEADERS = Refusal(431, "Request Header Fields Too Large")
+TOO_LARGE = Refusal(413, "Content Too Large")
+TOO_SLOW = Refusal(408, "Request Timeout")
+INCOMPLETE = Refusal(400, "Incomplete request body")
+
+
+def refusal(kind: Refusal) -> Refusal:
+    """A fresh exception (a raised one keeps its traceback)."""
+    return Refusal(kind.status_code, kind.detail)
+
+
+async def answer(send: Send, kind: Refusal) -> None:
+    body = kind.body()
+    await send({"type": "http.response.start", "status": kind.status_code, "headers": [
+        (b"content-type", b"application/json"), (b"content-length", b"%d" % len(body)),
+        (b"connection", b"close")]})
+    await send({"type": "http.response.body", "body": body})
+
+
+class RequestLimitsMiddleware:
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+        settings = get_settings()
+        self.max_body: int | None = settings.max_body_size or None
+        self.timeout: float | None = settings.body_timeout or None
+
+    def __call__(self, scope: Scope, receive: Receive, send: Send) -> Awaitable[None]:
+        # A plain function handing back the app's awaitable when there is no body.
+        if scope["type"] != "http":
+            return self.app(scope, receive, send)
+        headers = scope["headers"]
+        if len(headers) > MAX_HEADERS:
+            return answer(send, TOO_MANY_HEADERS)
+        for name, _ in headers:
+            if name in BODY_HEADERS:
+                return self.with_body(scope, receive, send)
+        if scope["http_version"] == "2":  # a body need not announce itself
+            return self.with_body(scope, receive, send)
+        return self.app(scope, receive, send)  # HTTP/1 without either: no body
+
+    def with_body(self, scope: Scope, receive: Receive, send: Send) -> Awaitable[None]:
+        length = None
+        chunked = False
+        for name, value in scope["headers"]:
+            if name == b"content-length":
+                length = value
+            elif name == b"transfer-encoding":
+                chunked = True
+        if length is not None and not chunked:
+            try:
+                size: int | None = int(length)
+            except ValueError:  # the engines refuse it first
+                size = None
+            if size is not None:
+                if self.max_body is not None and size > self.max_body:
+                    return answer(send, TOO_LARGE)  # not a byte of it read
+                if size == 0 or self.timeout is None:  # the engine keeps to the length
+                    return self.app(scope, receive, send)
+                return self.guarded(scope, receive, send, None, chunked=False)
+        return self.guarded(scope, receive, send, self.max_body, chunked=chunked)
+
+    async def guarded(self, scope: Scope, receive: Receive, send: Send, limit: int | None,
+                      *, chunked: bool) -> None:
+        body = Body(receive, limit, self.timeout, chunked)
+        started = False
+
+        def watched(message: Message) -> Awaitable[None]:
+            nonlocal started
+            if message["type"] == "http.response.start":
+                started = True
+            return send(message)
+
+        try:
+            await self.app(scope, body.receive, watched)
+        except Refusal as error:
+            # Raised outside FastAPI's handlers (a middleware of yours reading the body).
+            if started:
+                raise
+            await answer(send, error)
+        finally:
+            body.finish()  # a body the app did not read to its end is no longer timed
+
+
+class Body:
+    """The engine's `receive`, counted and timed until the body's last chunk.
+
+    The time is what the app spent waiting for the client, whatever it did between two
+    reads. One timer for the whole body (not one per read: 16 KiB chunks made that 6
+    µs each): when it fires during a wait that has used up the time, it cancels the
+    waiting task, as asyncio.timeout does, and the wait ends in a 408."""
+
+    __slots__ = ("chunked", "done", "expired", "left", "limit", "loop", "read", "timer",
+                 "upstream", "waiting", "waiting_since")
+
+    def __init__(self, receive: Receive, limit: int | None, timeout: float | None,
+                 chunked: bool) -> None:
+        self.upstream = receive
+        self.limit = limit
+        self.left = timeout  # seconds of waiting still allowed; None: not timed
+        self.chunked = chunked
+        self.read = 0
+        self.done = False
+        self.loop: asyncio.AbstractEventLoop | None = None
+        self.timer: asyncio.TimerHandle | None = None
+        self.waiting: asyncio.Task[Any] | None = None
+        self.waiting_since = 0.0
+        self.expired = False
+
+    async def receive(self) -> Message:
+        if self.done or self.left is None:  # after the body, a disconnect is not timed
+            return self.checked(await self.upstream())
+        loop = self.loop = self.loop or asyncio.get_running_loop()
+        self.waiting_since = now = loop.time()
+        if self.timer is None:
+            self.timer = loop.call_at(now + self.left, self.check)
+        self.waiting = asyncio.current_task()
+        try:
+            message = await self.upstream()
+        except asyncio.CancelledError:
+            if not self.expired or self.waiting is None:
+                raise
+            self.waiting.uncancel()
+            self.finish()
+            raise refusal(TOO_SLOW) from None
+        finally:
+            self.waiting = None
+            self.left -= loop.time() - self.waiting_since
+        return self.checked(message)
+
+    def check(self) -> None:
+        """The timer: expire a wait past the time left, else look again when it could."""
+        assert self.loop is not None and self.left is not None
+        self.timer = None
+        if self.done or self.waiting is None:  # not waiting: the next wait sets a timer
+            return
+        left = self.left - (self.loop.time() - self.waiting_since)
+        if left > 0:
+            self.timer = self.loop.call_at(self.loop.time() + left, self.check)
+        else:
+            self.expired = True
+            self.waiting.cancel()
+
+    def checked(self, message: Message) -> Message:
+        kind = message["type"]
+        if kind == "http.request":
+            if self.limit is not None:
+                self.read += len(message.get("body", b""))
+                if self.read > self.limit:
+                    self.finish()
+                    raise refusal(TOO_LARGE)
+            if not message.get("more_body", False):
+                self.finish()
+        elif kind == "http.disconnect" and not self.done:
+            self.finish()
+            if self.chunked:
+                raise refusal(INCOMPLETE)
+        return message
+
+    def finish(self) -> None:
+        self.done = True
+        if self.timer is not None:
+            self.timer.cancel()
+            self.timer = None
