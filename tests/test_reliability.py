@@ -52,6 +52,7 @@ WORKER_START_PYTHONS = [DEFAULT_PYTHON, loops.PYTHON_VERSIONS[-1]]
 SLOW_PARTS = {
     "settings": ["tests/test_tuning.py"],
     "drain-reload": ["tests/test_drain.py", "tests/test_dev_reload.py"],
+    "limits": ["tests/test_limits.py"],
 }
 
 
