@@ -75,10 +75,14 @@ def rendered(copie, given: dict[str, object]) -> tuple[dict[str, object], Path]:
     return {**COPIER_DEFAULTS, **given}, result.project_dir
 
 
-def served_loop(loop_policy: str) -> str:
-    """The loop a project serves on. `auto` means uvloop wherever it is installed, as
-    docs/engines.md promises, and every environment installs it."""
-    return "uvloop" if loop_policy == loops.AUTO else loop_policy
+def served_loop(loop_policy: str, engine: str, python: str) -> str:
+    """The loop a project serves on. `auto` is the fastest loop the engine takes on that
+    Python, as docs/engines.md measured it: zuvloop under uvicorn on 3.14 and newer, else
+    uvloop (every environment installs both where they exist)."""
+    if loop_policy != loops.AUTO:
+        return loop_policy
+    newer = loops.python_version(python) >= (3, 14)
+    return "zuvloop" if engine == "uvicorn" and newer else "uvloop"
 
 
 def require_interpreter(version: str) -> interpreters.Interpreter:

@@ -32,8 +32,11 @@ class Interpreter:
     executable: str
     root_runner: str | None = None  # runs commands inside a root (py314-run)
 
-    def command(self, argv: Sequence[str], cwd: Path | str = "/") -> list[str]:
-        """argv as run by this interpreter's host: as is, or inside its root at `cwd`."""
+    def command(self, argv: Sequence[str], cwd: Path | str = "/",
+                env: dict[str, str] | None = None) -> list[str]:
+        """argv as run by this interpreter's host: as is, or inside its root at `cwd`.
+        `env` reaches the command inside the root too (give it to the process as well:
+        a command run as is takes its environment from the process)."""
         if self.root_runner is None:
             return list(argv)
         binds = [arg for path in ROOT_BINDS for arg in ("-b", path)]
@@ -42,6 +45,7 @@ class Interpreter:
         # fetching interpreters.
         passed = {name: os.environ[name] for name in ROOT_PASSED_ENV if name in os.environ}
         passed["UV_PYTHON_DOWNLOADS"] = "never"
+        passed.update(env or {})
         env = [arg for name, value in passed.items() for arg in ("-e", f"{name}={value}")]
         return [self.root_runner, *binds, "-C", str(cwd), *env, "--", *argv]
 

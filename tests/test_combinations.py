@@ -85,12 +85,13 @@ def test_combination(copie, cell: MatrixCell) -> None:
         assert own_tests.returncode == 0, own_tests.stdout[-4000:] + own_tests.stderr[-2000:]
 
     # No flags: the engine and loop are the answers (app/core/answers.py).
-    runner = interpreter.command([str(python)], project)
-    with server_process.running_server(python=runner, cwd=project,
-                                       env={"WEBSERVER_HEALTH_DETAIL": "full"}) as server:
+    full = {"WEBSERVER_HEALTH_DETAIL": "full"}
+    runner = interpreter.command([str(python)], project, env=full)
+    with server_process.running_server(python=runner, cwd=project, env=full) as server:
         detail = httpx.get(f"{server.url}/health/detailed").json()
     assert detail["engine"] == cell.engine
-    assert detail["loop"] == served_loop(cell.loop)
-    assert detail["loop_class"].startswith(loops.LOOPS[served_loop(cell.loop)].module + ".")
+    loop = served_loop(cell.loop, cell.engine, cell.python)
+    assert detail["loop"] == loop
+    assert detail["loop_class"].startswith(loops.LOOPS[loop].module + ".")
     assert detail["python"].startswith(cell.python + ".")
     assert server.process.returncode in (0, -15)

@@ -94,7 +94,7 @@ def test_image_builds_serves_and_drains(copie, answer_set: str) -> None:
 
     engine, port = answers["default_engine"], int(answers["port"])
     other = next(name for name in loops.ENGINES if name != engine)
-    baked_loop = served_loop(answers["loop_policy"])
+    baked_loop = served_loop(answers["loop_policy"], engine, answers["python_version"])
     name = f"cfe-test-{answer_set}"
 
     with containers.running(image, name, port, server_process.free_port(),

@@ -62,7 +62,8 @@ def test_serves_on_each_engine(production: tuple[Path, Path], engine: str) -> No
                                        env={"WEBSERVER_HEALTH_DETAIL": "full"}) as server:
         detail = server_process.httpx.get(f"{server.url}/health/detailed").json()
     assert detail["engine"] == engine
-    assert detail["loop"] == served_loop(COPIER_DEFAULTS["loop_policy"])
+    assert detail["loop"] == served_loop(COPIER_DEFAULTS["loop_policy"], engine,
+                                         COPIER_DEFAULTS["python_version"])
     assert server.process.returncode in (0, -15)
 
 

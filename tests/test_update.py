@@ -222,14 +222,15 @@ def test_update_keeps_user_work_and_serves_the_changed_answer(
     served = {**answers, **change}
     interpreter, python = environment_for(served["python_version"],
                                           fresh.project_dir / "pyproject.toml")
-    runner = interpreter.command([str(python)], project)
-    with server_process.running_server(python=runner, cwd=project,
-                                       env={"WEBSERVER_HEALTH_DETAIL": "full"}) as server:
+    full = {"WEBSERVER_HEALTH_DETAIL": "full"}
+    runner = interpreter.command([str(python)], project, env=full)
+    with server_process.running_server(python=runner, cwd=project, env=full) as server:
         detail = httpx.get(f"{server.url}/health/detailed").json()
         ping = httpx.get(f"{server.url}/items/ping")
         greeting = httpx.get(f"{server.url}/items/greeting")
     assert (detail["engine"], detail["loop"]) == (
-        served["default_engine"], served_loop(served["loop_policy"]))
+        served["default_engine"],
+        served_loop(served["loop_policy"], served["default_engine"], served["python_version"]))
     assert ping.json() == {"pong": "kept"} and ping.headers.get("x-user") == "kept"
     if "app/custom.py" in user_files:
         assert greeting.json() == {"greeting": "hi"}

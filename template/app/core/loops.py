@@ -135,9 +135,11 @@ LOOPS: dict[str, LoopSpec] = {
 }
 LOOP_POLICIES: tuple[str, ...] = (AUTO, *LOOPS)
 
-# `auto` is resolved here, never by the engine: granian's own auto picks rloop first,
-# so handing it "auto" would make the two engines run different loops.
-AUTO_PREFERENCE: tuple[str, ...] = ("uvloop", "asyncio")
+# `auto` is resolved here, never by the engine (granian's own auto picks rloop first):
+# the fastest loop the engine accepts on this Python and has installed, as measured
+# with `bench engines --loop all` (docs/engines.md): zuvloop (uvicorn, 3.14+), then
+# uvloop, then asyncio. rloop measured no faster than uvloop on granian.
+AUTO_PREFERENCE: tuple[str, ...] = ("zuvloop", "uvloop", "asyncio")
 
 
 def python_version(text: str | None = None) -> PythonVersion:

@@ -21,9 +21,11 @@ def loop_table(loops: ModuleType) -> str:
         _row(["Python", "engine", *(f"`{name}`" for name in loops.LOOP_POLICIES)]),
         _row(["---"] * (2 + len(loops.LOOP_POLICIES))),
     ]
-    auto = " if installed, else ".join(loops.AUTO_PREFERENCE)
     for python in loops.PYTHON_VERSIONS:
         for engine in loops.ENGINES:
+            allowed = loops.engine_loops(engine, loops.python_version(python))
+            auto = " if installed, else ".join(
+                name for name in loops.AUTO_PREFERENCE if name in allowed)
             cells = [python, engine, auto]
             for name in loops.LOOPS:
                 reason = loops.refusal_reason(engine, name, loops.python_version(python))
