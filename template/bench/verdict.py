@@ -49,8 +49,9 @@ def summarize(run: Run) -> Summary:
     return summary
 
 
-def interval(estimate: Estimate) -> str:
-    return f"{estimate.median:.2f}x, 95 % CI {estimate.low:.2f}-{estimate.high:.2f}"
+def interval(estimate: Estimate, what: str = "") -> str:
+    """'1.08x the requests/s (95 % CI 1.06-1.10)'."""
+    return f"{estimate.median:.2f}x{what} (95 % CI {estimate.low:.2f}-{estimate.high:.2f})"
 
 
 def speed_sentence(mine: str, reference: str, path: str, ratio: Estimate | None, call: Call,
@@ -58,13 +59,14 @@ def speed_sentence(mine: str, reference: str, path: str, ratio: Estimate | None,
     if ratio is None:
         return f"{mine} against {reference} on {path}: no requests/s to compare."
     if call is Call.HIGHER:
-        return f"{mine} is faster than {reference} on {path}: {interval(ratio)} the requests/s."
+        return (f"{mine} is faster than {reference} on {path}: "
+                f"{interval(ratio, ' the requests/s')}.")
     if call is Call.LOWER:
         return (f"{reference} is faster than {mine} on {path}: "
-                f"{interval(ratio.inverse())} the requests/s.")
+                f"{interval(ratio.inverse(), ' the requests/s')}.")
     if call is Call.SAME:
-        return (f"{mine} and {reference}: no measurable difference in requests/s on {path} "
-                f"({interval(ratio)}, within ±{threshold:.0%}).")
+        return (f"{mine} and {reference}: no measurable difference in requests/s on {path}: "
+                f"{interval(ratio)}, within ±{threshold:.0%}.")
     return (f"{mine} against {reference} on {path}: {ratio.median:.2f}x the requests/s, but "
             f"{undecided(ratio, threshold)}.")
 
@@ -74,7 +76,7 @@ def cpu_sentence(mine: str, reference: str, ratio: Estimate | None, call: Call,
     if ratio is None:
         return "CPU per request: not measured."
     mine_us, reference_us = cpu_us
-    saved = (f", {abs((reference_us or 0) - (mine_us or 0)):.1f} µs of "
+    saved = (f", {abs((reference_us or 0) - (mine_us or 0)):.1f} µs less of "
              f"{max(mine_us or 0, reference_us or 0):.1f}" if mine_us and reference_us else "")
     if call is Call.LOWER:
         return f"{mine} costs less CPU per request than {reference}: {interval(ratio)}{saved}."
@@ -82,8 +84,8 @@ def cpu_sentence(mine: str, reference: str, ratio: Estimate | None, call: Call,
         return (f"{reference} costs less CPU per request than {mine}: "
                 f"{interval(ratio.inverse())}{saved}.")
     if call is Call.SAME:
-        return (f"No measurable difference in CPU per request ({interval(ratio)}, "
-                f"within ±{threshold:.0%}).")
+        return (f"No measurable difference in CPU per request: {interval(ratio)}, "
+                f"within ±{threshold:.0%}.")
     return (f"{mine} against {reference}: {ratio.median:.2f}x the CPU per request, but "
             f"{undecided(ratio, threshold)}.")
 
@@ -180,5 +182,5 @@ def warnings(summary: Summary) -> list[str]:
         if outlying:
             notes.append(f"{summary.label(compared.index)}: {outlying} of {len(ratios)} "
                          "per-round ratios are outliers (the median and its interval resist "
-                         "them, but something else ran on this machine).")
+                         "them; many mean the machine was disturbed at times).")
     return notes
