@@ -47,6 +47,15 @@ def test_manifests_validate_and_follow_the_answers(copie, answer_set: str) -> No
     assert pod["securityContext"]["runAsUser"] == 10001 and pod["securityContext"]["runAsNonRoot"]
     assert container["securityContext"]["readOnlyRootFilesystem"] is True
     assert container["ports"][0]["containerPort"] == answers["port"]
+    # Metrics on their own port, announced to Prometheus's pod discovery, not in the Service.
+    metrics_port = setting_specs.BY_NAME["metrics_port"].default
+    assert config["WEBSERVER_METRICS"] == "port"
+    assert config["WEBSERVER_METRICS_PORT"] == str(metrics_port)
+    assert container["ports"][1] == {"name": "metrics", "containerPort": metrics_port}
+    assert docs["Deployment"]["spec"]["template"]["metadata"]["annotations"] == {
+        "prometheus.io/scrape": "true", "prometheus.io/port": str(metrics_port),
+        "prometheus.io/path": "/metrics"}
+    assert [port["targetPort"] for port in docs["Service"]["spec"]["ports"]] == ["http"]
     pause = int(container["lifecycle"]["preStop"]["exec"]["command"][-1])
     grace = int(config["WEBSERVER_GRACEFUL_TIMEOUT"])
     assert pod["terminationGracePeriodSeconds"] > pause + grace

@@ -10,7 +10,7 @@ from rich.console import Console
 from rich.table import Table
 from typer.core import TyperGroup
 
-from app.core import loops, matrix_markdown
+from app.core import loops, matrix_markdown, tracing
 from app.core.config import PROJECT_SLUG, SettingsError, load_settings
 from app.core.setting_specs import SETTINGS, SettingSpec
 
@@ -35,8 +35,13 @@ def serve(**flags: object) -> None:
         settings = load_settings(**flags)
     except SettingsError as error:
         refuse(str(error))
+    if reason := tracing.refusal():  # the OTEL_* variables (docs/observability.md)
+        refuse(reason)
     try:
         address = server.listen_address(settings.host, settings.port)
+        if settings.metrics == "port":
+            server.listen_address(settings.host, settings.metrics_port,
+                                  where="--metrics-port, WEBSERVER_METRICS_PORT")
     except server.ListenError as error:
         refuse(str(error))
     server.serve(settings.model_copy(update={"host": address}))

@@ -16,7 +16,11 @@ and the cost the median of the variant's slices. Lowest-of-N trials of 0.3 s eac
 from __future__ import annotations
 
 import asyncio
+import atexit
+import os
+import shutil
 import statistics
+import tempfile
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -61,8 +65,9 @@ def owning_router(routers: Sequence[APIRouter], route: Route) -> APIRouter:
 
 def variants(route: Route, extra_routers: Sequence[APIRouter] = ()) -> list[Variant]:
     """`extra_routers` are included after the app's own, as routers of app/routes/ are."""
+    from app.core.metrics import MULTIPROC_ENV, server_metrics
     from app.core.server import create_served_app
-    from app.main import create_app, routers
+    from app.main import create_app, observability_layers, routers
     from app.middleware import MIDDLEWARE
     from app.routes import discovered_routers
 
@@ -71,18 +76,26 @@ def variants(route: Route, extra_routers: Sequence[APIRouter] = ()) -> list[Vari
     def app(middleware: Sequence[type] | None = None) -> FastAPI:
         return create_app(middleware=middleware, user_routers=user_routers)
 
+    # The metrics as served: written to prometheus-client's multiprocess files (their
+    # writes cost twice an in-memory one), in a directory of this run, which the files
+    # name for as long as the process runs.
+    if MULTIPROC_ENV not in os.environ:
+        directory = tempfile.mkdtemp(prefix="bench-app-metrics-")
+        atexit.register(shutil.rmtree, directory, ignore_errors=True)
+        os.environ[MULTIPROC_ENV] = directory
+    server_metrics()  # made now, in the files (the layers are built at the first call)
     bare = FastAPI()
     bare.include_router(owning_router([*routers(), *extra_routers], route))
     served = app()
+    # The metrics and traces (when on) measured alone too, as the other layers are.
     return [
         Variant(BARE, bare),
         Variant(NO_MIDDLEWARE, app(middleware=())),
         *(Variant(f"this app + {layer.__name__} only", app(middleware=(layer,)))
-          for layer in MIDDLEWARE),
+          for layer in (*observability_layers(), *MIDDLEWARE)),
         Variant(ALL_MIDDLEWARE, served),
         Variant("as served (+ probes, proxy headers)", create_served_app(served)),
     ]
-
 
 def measure(route: Route, duration: float,
             extra_routers: Sequence[APIRouter] = ()) -> list[Variant]:

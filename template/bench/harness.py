@@ -60,7 +60,9 @@ def booted(config: Config, server_cores: set[int] | None) -> Iterator[tuple[str,
     """The project's own launcher on a free port; yields (base URL, pid)."""
     port = _free_port()
     env = {**os.environ, "WEBSERVER_RELOAD": "false", "WEBSERVER_WORKERS": str(config.workers),
-           "WEBSERVER_HTTP2": "false", "WEBSERVER_LOG_LEVEL": "warning"}
+           "WEBSERVER_HTTP2": "false", "WEBSERVER_LOG_LEVEL": "warning",
+           # Servers are up together: each its own metrics listener (docs/observability.md).
+           "WEBSERVER_METRICS_PORT": str(_free_port())}
     argv = [sys.executable, "-m", "app", "serve", "--engine", config.engine, "--loop",
             config.loop, "--http", config.http, "--host", "127.0.0.1", "--port", str(port)]
     process = subprocess.Popen(argv, env=env, stdout=subprocess.DEVNULL,

@@ -19,10 +19,13 @@ import httpx
 PROJECT_DIR = Path(__file__).resolve().parents[1]
 
 
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
+def free_port(besides: int = 0) -> int:
+    while True:
+        with socket.socket() as sock:
+            sock.bind(("127.0.0.1", 0))
+            port = sock.getsockname()[1]
+        if port != besides:
+            return port
 
 
 class BootError(AssertionError):
@@ -34,6 +37,7 @@ class Server:
     url: str
     process: subprocess.Popen[bytes]
     log: Path  # stdout and stderr, readable while the server runs
+    metrics_url: str = ""  # the metrics listener (WEBSERVER_METRICS=port)
 
     def output(self) -> str:
         return self.log.read_text(errors="replace")
@@ -49,18 +53,21 @@ def running_server(
     cwd: Path = PROJECT_DIR,
     timeout: float = 20.0,
 ) -> Iterator[Server]:
-    """`python -m app serve ARGS` (or `PROGRAM serve ARGS`) on 127.0.0.1 and a free port."""
+    """`python -m app serve ARGS` (or `PROGRAM serve ARGS`) on 127.0.0.1 and a free port,
+    its metrics listener on another (unless `env` names one)."""
     port = free_port()
+    env = {"WEBSERVER_METRICS_PORT": str(free_port(besides=port)), **(env or {})}
     program = program or [*python, "-m", "app"]
     command = [*program, "serve", "--host", "127.0.0.1", "--port", str(port), *args]
     with tempfile.TemporaryDirectory() as logs:
         log = Path(logs) / "server.log"
         with log.open("wb") as sink:
             process = subprocess.Popen(
-                command, cwd=cwd, env={**os.environ, **(env or {})},
+                command, cwd=cwd, env={**os.environ, **env},
                 stdout=sink, stderr=subprocess.STDOUT,
             )
-        server = Server(f"http://127.0.0.1:{port}", process, log)
+        server = Server(f"http://127.0.0.1:{port}", process, log,
+                        f"http://127.0.0.1:{env['WEBSERVER_METRICS_PORT']}/metrics")
         try:
             wait_until_serving(server, timeout)
             yield server

@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 
 import app.middleware as middleware_package
+from app.core import tracing
 from app.core.config import get_settings
 from app.core.setting_specs import BY_NAME
 from app.custom import MIDDLEWARE as CUSTOM_MIDDLEWARE
@@ -80,6 +81,11 @@ def stack(app: Any) -> Any:
 def installed(monkeypatch: pytest.MonkeyPatch, access_log: str) -> set[type]:
     """The classes in the stack create_app really builds, fused members included."""
     monkeypatch.setenv(BY_NAME["access_log"].env, access_log)
+    if access_log == "json":  # and traces on, with a provider that exports nowhere
+        from opentelemetry.sdk.trace import TracerProvider
+
+        monkeypatch.setenv("OTEL_TRACES_EXPORTER", "console")
+        monkeypatch.setattr(tracing, "_provider", TracerProvider())
     get_settings.cache_clear()
     layer: Any = create_app().build_middleware_stack()
     found: set[type] = set()

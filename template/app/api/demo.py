@@ -4,10 +4,12 @@ database would, one with a path parameter, one that reads a body."""
 from __future__ import annotations
 
 import asyncio
+import logging
 
 from fastapi import APIRouter, Query, Request
 
 router = APIRouter(prefix="/demo", tags=["demo"])
+LOGGER = logging.getLogger(__name__)
 
 
 @router.get("/sleep")
@@ -23,4 +25,8 @@ async def item(item_id: int) -> dict[str, int]:
 
 @router.post("/echo")
 async def echo_body(request: Request) -> dict[str, int]:
-    return {"received_bytes": len(await request.body())}
+    received = len(await request.body())
+    # A record of the app's own: it carries this request's id (and trace id) in
+    # WEBSERVER_LOG_FORMAT=json (app/core/logs.py). Shown at WEBSERVER_LOG_LEVEL=debug.
+    LOGGER.debug("echo received %d bytes", received)
+    return {"received_bytes": received}

@@ -76,6 +76,16 @@ class Settings(_Declared):  # type: ignore[misc, valid-type]
             )
         return self
 
+    @model_validator(mode="after")
+    def _metrics_have_a_port_of_their_own(self) -> Settings:
+        if self.metrics == "port" and self.metrics_port == self.port:
+            raise ValueError(
+                f"{ENV_PREFIX}METRICS_PORT={self.metrics_port} is also the app's port: give "
+                f"the metrics another port, or serve them at /metrics on the app's port "
+                f"with {ENV_PREFIX}METRICS=path."
+            )
+        return self
+
     @field_validator("trusted_proxies")
     @classmethod
     def _addresses_or_networks(cls, value: str) -> str:

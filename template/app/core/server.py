@@ -14,7 +14,7 @@ from pathlib import Path
 
 from starlette.types import ASGIApp
 
-from app.core import drain, loops
+from app.core import drain, logs, loops, metrics
 from app.core.config import PROJECT_SLUG, Settings, get_settings
 from app.core.setting_specs import BY_NAME, SETTINGS
 
@@ -60,6 +60,8 @@ def create_served_app(app: ASGIApp | None = None) -> ASGIApp:
     if settings.engine == "granian":
         drain.refuse_on_signal(settings.port)  # each worker has its own listener
     proxied = ForwardedHeadersMiddleware(app or create_app(), settings.trusted_proxies)
+    if settings.metrics == "path":  # answered before the app, as the probes are
+        proxied = metrics.MetricsPathMiddleware(proxied)
     if settings.engine == "gunicorn" and not settings.websockets:
         from app.core.gunicorn_app import WebSocketsOff
 
@@ -71,7 +73,7 @@ class ListenError(Exception):
     """The engine could not listen where it was asked, as one sentence."""
 
 
-def listen_address(host: str, port: int) -> str:
+def listen_address(host: str, port: int, where: str = "--port, WEBSERVER_PORT") -> str:
     """The numeric address to hand the engine, after a trial bind of host:port.
 
     Both engines report these failures their own way (granian: a traceback and a Rust
@@ -93,12 +95,11 @@ def listen_address(host: str, port: int) -> str:
         try:
             trial.bind(address)
         except OSError as error:
-            raise ListenError(_bind_failure(host, port, error)) from None
+            raise ListenError(_bind_failure(host, port, error, where)) from None
     return address[0]
 
 
-def _bind_failure(host: str, port: int, error: OSError) -> str:
-    where = "--port, WEBSERVER_PORT"
+def _bind_failure(host: str, port: int, error: OSError, where: str) -> str:
     if error.errno == errno.EADDRINUSE:
         return (
             f"port {port} on {host} is already in use by another process: stop that "
@@ -140,6 +141,8 @@ def uvicorn_config(settings: Settings, loop: str):  # -> uvicorn.Config
         h11_max_incomplete_event_size=settings.max_header_size,
         ws="auto" if settings.websockets else "none",
         log_level=settings.log_level,
+        log_config={**uvicorn.config.LOGGING_CONFIG,  # its lines as the app's (logs.py)
+                    **logs.engine_formatters(("default", "access"), settings.log_format)},
         access_log=False,  # the app's own access log, the same on both engines
         backlog=settings.backlog,
         limit_concurrency=settings.max_concurrency or None,
@@ -220,7 +223,8 @@ def run_granian(settings: Settings, loop: str) -> None:
         # Its lines and tracebacks on stderr, as uvicorn's and the app's: stdout is the
         # access log's alone (docs/security.md).
         log_dictconfig={"handlers": {name: {**handler, "stream": "ext://sys.stderr"}
-                                     for name, handler in LOGGING_CONFIG["handlers"].items()}},
+                                     for name, handler in LOGGING_CONFIG["handlers"].items()},
+                        **logs.engine_formatters(("generic", "access"), settings.log_format)},
         log_access=False,  # the app's own access log, the same on both engines
         respawn_failed_workers=settings.respawn_failed_workers,
         workers_lifetime=settings.worker_lifetime or None,
@@ -259,6 +263,7 @@ def gunicorn_options(settings: Settings, loop: str) -> dict[str, object]:
         "max_requests_jitter": settings.worker_max_requests // 10,
         "loglevel": settings.log_level,
         "errorlog": "-",  # its lines on stderr, as the other engines' (docs/security.md)
+        "logger_class": logs.gunicorn_logger(settings.log_format),  # app/core/logs.py
         "accesslog": None,  # the app's own access log, the same on every engine
         # The proxy headers are the app's layer's (create_served_app), as on the other
         # engines: gunicorn rewrites no scheme, and its trusted addresses only say who
@@ -325,6 +330,8 @@ DEV_RUNNERS: dict[str, Callable[[Settings, str], None]] = {
 def serve(settings: Settings) -> None:
     loop = settings.resolved_loop
     publish(settings, loop)
-    print(startup_line(settings, loop), file=sys.stderr, flush=True)
+    logs.announce(startup_line(settings, loop), settings.log_format)
     runners = DEV_RUNNERS if settings.reload else ENGINE_RUNNERS
-    runners[settings.engine](settings, loop)
+    # The workers' metrics directory and (WEBSERVER_METRICS=port) their listener.
+    with metrics.for_run(settings.metrics, settings.host, settings.metrics_port):
+        runners[settings.engine](settings, loop)

@@ -93,6 +93,8 @@ def choose(choices: tuple[str, ...]) -> str:
 LOG_LEVELS = ("critical", "error", "warning", "info", "debug")
 ACCESS_LOG_FORMATS = ("off", "text", "json")
 HEALTH_DETAILS = ("minimal", "full")
+LOG_FORMATS = ("text", "json")
+METRICS_PLACES = ("port", "path", "off")
 
 SETTINGS: tuple[SettingSpec, ...] = (
     SettingSpec("engine", str, Answer("default_engine"),
@@ -150,6 +152,15 @@ SETTINGS: tuple[SettingSpec, ...] = (
     SettingSpec("access_log", str, "off",
                 "one line per request (time, client, method, path, status, duration, "
                 "request id)", choices=ACCESS_LOG_FORMATS),
+    SettingSpec("log_format", str, "text",
+                "the app's and the engine's log lines (stderr): text, or json with the "
+                "request and trace ids", choices=LOG_FORMATS),
+    SettingSpec("metrics", str, "port",
+                "Prometheus metrics: port (a listener of their own, WEBSERVER_METRICS_PORT), "
+                "path (/metrics on the app's port), off", choices=METRICS_PLACES),
+    SettingSpec("metrics_port", int, 9464,
+                "port of the metrics listener (WEBSERVER_METRICS=port), on WEBSERVER_HOST",
+                1, 65535),
     SettingSpec("trusted_proxies", str, "127.0.0.1",
                 "proxies whose X-Forwarded-For/-Proto are believed: addresses, networks or *"),
     SettingSpec("allowed_hosts", str, "localhost,127.0.0.1,::1",

@@ -1,9 +1,10 @@
 """One access log line per request, the same on both engines (theirs are off).
 
 Fields: time (UTC), client (request.client: an address, app/core/forwarded.py),
-method, path, status, duration in ms, request id. WEBSERVER_ACCESS_LOG picks the
-shape: `text`, or `json` (one object per line). The line is written when the response
-ends, a pathsend included.
+method, path, status, duration in ms, request id, and the trace id when OpenTelemetry
+traces are on (app/core/tracing.py). WEBSERVER_ACCESS_LOG picks the shape: `text`, or
+`json` (one object per line). The line is written when the response ends, a pathsend
+included.
 
 One request makes one line, whatever it holds: the engines hand the path over
 percent-decoded, so `/x/%0a...` would otherwise write a line of the caller's making,
@@ -23,6 +24,7 @@ from typing import Any
 
 from starlette.types import ASGIApp, Receive, Scope, Send
 
+from app.core import tracing
 from app.core.config import get_settings
 from app.middleware.messages import Message, is_response_end
 
@@ -49,12 +51,14 @@ class AccessLogMiddleware:
     def __init__(self, app: ASGIApp) -> None:
         self.app = app
         self.stream = sys.stdout
+        self.traced = tracing.configured()  # the trace id, last, when traces are on
 
     def line(self, fields: dict[str, Any]) -> str:
         # An f-string: str.format(**fields) cost more than the escaping checks.
         return (f'{fields["time"]} {escaped(fields["client"])} '
                 f'"{escaped(fields["method"])} {escaped(fields["path"])}" {fields["status"]} '
-                f'{fields["duration_ms"]}ms {escaped(fields["request_id"])}\n')
+                f'{fields["duration_ms"]}ms {escaped(fields["request_id"])}'
+                f'{" " + fields["trace_id"] if "trace_id" in fields else ""}\n')
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -70,15 +74,19 @@ class AccessLogMiddleware:
             await send(message)
             if is_response_end(message):
                 client = scope.get("client")
-                self.stream.write(self.line({
+                state = scope.get("state", {})
+                fields = {
                     "time": datetime.now(UTC).isoformat(timespec="milliseconds"),
                     "client": client[0] if client else "-",
                     "method": scope["method"],
                     "path": scope["path"],
                     "status": status,
                     "duration_ms": round((time.perf_counter() - started) * 1000, 3),
-                    "request_id": scope.get("state", {}).get("request_id", "-"),
-                }))
+                    "request_id": state.get("request_id", "-"),
+                }
+                if self.traced:  # 32 hex digits, from the tracing layer: no escaping
+                    fields["trace_id"] = state.get("trace_id", "-")
+                self.stream.write(self.line(fields))
                 self.stream.flush()
 
         await self.app(scope, receive, send_logged)

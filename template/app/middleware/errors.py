@@ -25,11 +25,13 @@ from starlette.requests import ClientDisconnect, Request
 from starlette.responses import PlainTextResponse, Response
 from starlette.types import ASGIApp, Receive, Scope, Send
 
+from app.core import logs
 from app.middleware.messages import Message
 
 LOGGER = logging.getLogger("app.errors")
 CLIENT_CLOSED = 499
 LOG_FORMAT = "[%(levelname)s] %(name)s: %(message)s"
+HANDLER_NAME = "app.stderr"  # the handler configure_logging adds
 # uvicorn logs a text frame that is not UTF-8 as an ERROR with a traceback, though it
 # is the client's fault and uvicorn answers it properly (close code 1007).
 UVICORN_BAD_FRAME = "Invalid UTF-8 sequence received from client."
@@ -89,15 +91,19 @@ class _OneLine(logging.Filter):
         return True
 
 
-def configure_logging(level: str) -> None:
+def configure_logging(level: str, log_format: str = "text") -> None:
     """The app's log lines on stderr, where both engines write theirs (stdout is the
-    access log's): loggers under `app` at WEBSERVER_LOG_LEVEL, others at WARNING. A
+    access log's): loggers under `app` at WEBSERVER_LOG_LEVEL, others at WARNING, as
+    text or JSON with the request's ids (WEBSERVER_LOG_FORMAT, app/core/logs.py). A
     handler you set on the root logger yourself is kept."""
     root = logging.getLogger()
     if not root.handlers:
         handler = logging.StreamHandler(sys.stderr)
-        handler.setFormatter(logging.Formatter(LOG_FORMAT))
+        handler.set_name(HANDLER_NAME)
         root.addHandler(handler)
+    for handler in root.handlers:
+        if handler.get_name() == HANDLER_NAME:
+            handler.setFormatter(logs.formatter(log_format))
     logging.getLogger("app").setLevel(level.upper())
     engine = logging.getLogger("uvicorn.error")
     if not any(isinstance(known, _OneLine) for known in engine.filters):

@@ -7,6 +7,7 @@ import re
 
 from starlette.types import Scope
 
+from app.core.logs import REQUEST_ID
 from app.middleware.start_headers import Headers, StartHeadersMiddleware
 
 HEADER = b"x-request-id"
@@ -27,4 +28,5 @@ class RequestIdMiddleware(StartHeadersMiddleware):
             # is not a secret.
             request_id = random.getrandbits(128).to_bytes(16).hex()
         scope.setdefault("state", {})["request_id"] = request_id
+        REQUEST_ID.set(request_id)  # for the log records of this request (its own task)
         return [(HEADER, request_id.encode())]

@@ -1,0 +1,113 @@
+"""The app's log records as text or JSON (WEBSERVER_LOG_FORMAT), with the request's ids.
+
+Every record logged while a request is answered carries its request id (the
+X-Request-ID the response carries) and, when traces are on, its trace id: the
+middleware that decides them sets them here, in context variables, which each
+engine keeps per request (each request runs in its own asyncio task). The engines'
+own lines, and the launcher's, take the same shape (app/core/server.py), on the same
+stream: stderr. The access log is not a log record; it has its own format and stream
+(WEBSERVER_ACCESS_LOG, stdout).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import sys
+from contextvars import ContextVar
+from datetime import UTC, datetime
+
+REQUEST_ID: ContextVar[str | None] = ContextVar("request_id", default=None)
+TRACE_ID: ContextVar[str | None] = ContextVar("trace_id", default=None)
+TEXT_FORMAT = "[%(levelname)s] %(name)s: %(message)s"
+
+
+def _ids() -> dict[str, str]:
+    ids = {}
+    if (request_id := REQUEST_ID.get()) is not None:
+        ids["request_id"] = request_id
+    if (trace_id := TRACE_ID.get()) is not None:
+        ids["trace_id"] = trace_id
+    return ids
+
+
+class TextFormatter(logging.Formatter):
+    """`[LEVEL] logger: message`, then ` request_id=... trace_id=...` within a request."""
+
+    def __init__(self, fmt: str | None = TEXT_FORMAT, *args: object, **kwargs: object) -> None:
+        super().__init__(fmt or TEXT_FORMAT)
+
+    def formatMessage(self, record: logging.LogRecord) -> str:
+        line = super().formatMessage(record)
+        ids = _ids()
+        return line + "".join(f" {name}={value}" for name, value in ids.items())
+
+
+class JsonFormatter(logging.Formatter):
+    """One JSON object a line: time (UTC), level, logger, message, the request's ids
+    when there are, and the traceback as `exception`."""
+
+    def __init__(self, *args: object, **kwargs: object) -> None:
+        super().__init__()
+
+    def format(self, record: logging.LogRecord) -> str:
+        entry: dict[str, object] = {
+            "time": datetime.fromtimestamp(record.created, UTC).isoformat(timespec="milliseconds"),
+            "level": record.levelname,
+            "logger": record.name,
+            "message": record.getMessage(),
+            **_ids(),
+        }
+        if record.exc_info:
+            entry["exception"] = self.formatException(record.exc_info)
+        elif record.exc_text:
+            entry["exception"] = record.exc_text
+        if record.stack_info:
+            entry["stack"] = self.formatStack(record.stack_info)
+        return json.dumps(entry, ensure_ascii=False, default=str)
+
+
+FORMATTERS: dict[str, type[logging.Formatter]] = {"text": TextFormatter, "json": JsonFormatter}
+
+
+def formatter(log_format: str) -> logging.Formatter:
+    return FORMATTERS[log_format]()
+
+
+def formatter_path(log_format: str) -> str:
+    """The formatter as logging.config names a class (the engines' dictConfig)."""
+    chosen = FORMATTERS[log_format]
+    return f"{chosen.__module__}.{chosen.__qualname__}"
+
+
+def announce(line: str, log_format: str, logger: str = "app.server") -> None:
+    """A line of the launcher's own, before any engine or logging is set up."""
+    if log_format == "json":
+        record = logging.LogRecord(logger, logging.INFO, __file__, 0, line, None, None)
+        line = JsonFormatter().format(record)
+    print(line, file=sys.stderr, flush=True)
+
+
+def engine_formatters(names: tuple[str, ...], log_format: str) -> dict[str, object]:
+    """What to merge into an engine's logging dictConfig for its lines to take the
+    format: for `json`, each of its formatters replaced by ours; for `text`, nothing
+    (the engine's own look)."""
+    if log_format != "json":
+        return {}
+    return {"formatters": {name: {"()": formatter_path(log_format)} for name in names}}
+
+
+def gunicorn_logger(log_format: str) -> type:
+    """gunicorn's logger class (its `logger_class`), its lines in the format."""
+    from gunicorn.glogging import Logger
+
+    if log_format != "json":
+        return Logger
+
+    class JsonLogger(Logger):
+        def setup(self, cfg: object) -> None:
+            super().setup(cfg)
+            for handler in self.error_log.handlers:
+                handler.setFormatter(JsonFormatter())
+
+    return JsonLogger

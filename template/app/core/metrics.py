@@ -1,0 +1,320 @@
+"""Prometheus metrics: the same names and labels on every engine, summed over workers.
+
+What is measured (docs/observability.md): requests by route template, method and
+status class with their duration (one histogram: its `_count` is the number of
+requests, as OpenTelemetry's `http.server.request.duration` is), the requests in
+flight, and the server's startup facts.
+
+Several workers, each its own process, count for one scrape through prometheus-client's
+multiprocess mode: each worker writes its figures into memory-mapped files of a
+directory the launcher makes for the run (PROMETHEUS_MULTIPROC_DIR, a fresh one each
+time), and a scrape reads them all (`MultiProcessCollector`).
+
+Those files are named by worker, and a worker that is recycled or killed is the trap
+(prometheus/client_python#115): named by pid, as prometheus-client does by default,
+each replacement starts new files, the directory grows with every recycle and each
+scrape reads more; deleting a dead worker's files would take its counts away. Here a
+worker takes a *slot* instead: the first `slot-N.lock` of the directory it can lock
+(an exclusive `flock`, held for the life of the process and released by the kernel
+when it ends, however it ends), and names its files `w<N>`. Two live workers never
+share a slot; a replacement takes the slot its predecessor left and goes on counting
+from the figures in its files (prometheus-client reads a file's value when it opens
+it). So counts neither vanish nor double, and there are as many files as workers ever
+ran at once. What must not outlive a worker, its requests in flight, is cleared by the
+scrape: a slot whose lock is free belongs to no process, and `mark_process_dead`
+removes its live gauges. The same works whatever starts the workers (uvicorn's
+supervisor, granian's, gunicorn's arbiter), forked or spawned.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import os
+import platform
+import shutil
+import subprocess
+import sys
+import tempfile
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+MULTIPROC_ENV = "PROMETHEUS_MULTIPROC_DIR"
+UNMATCHED = "unmatched"  # the route label of a request no route matched
+OTHER_METHOD = "other"
+METHODS = frozenset({"GET", "HEAD", "POST", "PUT", "DELETE", "PATCH", "OPTIONS", "CONNECT",
+                     "TRACE"})
+STATUS_CLASSES = ("1xx", "2xx", "3xx", "4xx", "5xx")
+METRICS_PATH = "/metrics"
+RUN_LOCK = "run.lock"
+SLOT_LOCK = "slot-{}.lock"
+
+
+@dataclass
+class ServerMetrics:
+    """The metric objects of this process (created once, by `server_metrics`)."""
+
+    duration: Any  # Histogram: method, route, status_class; its count is the requests
+    in_flight: Any  # Gauge
+    info: Any  # Gauge: engine, loop, parser, python, workers
+
+
+_metrics: ServerMetrics | None = None
+_slot: dict[str, Any] = {"name": "", "fd": -1}
+
+
+def server_metrics() -> ServerMetrics:
+    """This process's metrics, created on first use: in multiprocess mode when the
+    launcher set PROMETHEUS_MULTIPROC_DIR (served), in memory otherwise (tests, `bench`)."""
+    global _metrics
+    if _metrics is None:
+        _metrics = _create()
+    return _metrics
+
+
+def _create() -> ServerMetrics:
+    from prometheus_client import Gauge, Histogram, values
+
+    directory = os.environ.get(MULTIPROC_ENV)
+    if directory:
+        _take_slot(directory)
+        # prometheus-client's own hook for how files are named, with the rule its
+        # docstring sets: distinct in processes running at the same time.
+        values.ValueClass = values.MultiProcessValue(process_identifier=_slot_name)
+        os.register_at_fork(after_in_child=_forked)
+    metrics = ServerMetrics(
+        duration=Histogram("http_server_request_duration_seconds", "HTTP requests by route "
+                           "template, method and status class, and the time from each "
+                           "request to the end of its response",
+                           ["method", "route", "status_class"]),
+        in_flight=Gauge("http_server_active_requests", "HTTP requests being answered, "
+                        "sampled every second", multiprocess_mode="livesum"),
+        info=Gauge("webserver_info", "What serves the app: engine, loop, HTTP parser, "
+                   "Python, workers", ["engine", "loop", "parser", "python", "workers"],
+                   multiprocess_mode="max"),
+    )
+    _started(metrics)
+    return metrics
+
+
+def _started(metrics: ServerMetrics) -> None:
+    """What a worker sets when it starts, also in a slot a dead worker left."""
+    from app.core.config import get_settings
+
+    settings = get_settings()
+    metrics.in_flight.set(0)
+    metrics.info.labels(settings.engine, settings.resolved_loop, settings.resolved_http,
+                        platform.python_version(), str(settings.workers)).set(1)
+
+
+def _slot_name() -> str:
+    return _slot["name"]
+
+
+def _take_slot(directory: str) -> None:
+    """Lock the first free slot of the run directory for this process's lifetime."""
+    number = 0
+    while True:
+        fd = os.open(os.path.join(directory, SLOT_LOCK.format(number)),
+                     os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            os.close(fd)
+            number += 1
+            continue
+        _slot.update(name=f"w{number}", fd=fd)
+        return
+
+
+def _forked() -> None:
+    """A child forked after the metrics were made (a server that loads the app before
+    forking its workers) shares its parent's lock: it takes a slot of its own, and
+    prometheus-client, seeing a new name, reopens its files under it."""
+    inherited = _slot["fd"]
+    _take_slot(os.environ[MULTIPROC_ENV])
+    os.close(inherited)  # the parent still holds the lock through its own descriptor
+    if _metrics is not None:
+        _started(_metrics)
+
+
+def slot_of(lock: Path) -> str:
+    return "w" + lock.stem.removeprefix("slot-")
+
+
+def free_slots(directory: str | Path) -> Iterator[str]:
+    """Slots no live process holds, each locked while the caller uses it."""
+    for lock in sorted(Path(directory).glob(SLOT_LOCK.format("*"))):
+        try:
+            fd = os.open(lock, os.O_RDWR | os.O_CLOEXEC)
+        except FileNotFoundError:
+            continue
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            os.close(fd)  # held: a live worker (or this process) owns it
+            continue
+        try:
+            yield slot_of(lock)
+        finally:
+            os.close(fd)
+
+
+def forget_dead_workers(directory: str | Path) -> None:
+    """Remove the live gauges (requests in flight) of slots whose worker is gone."""
+    from prometheus_client.multiprocess import mark_process_dead
+
+    for slot in free_slots(directory):
+        mark_process_dead(slot, str(directory))
+
+
+class _WorkersCollector:
+    """Every worker's files, summed, after the dead ones' live gauges are dropped."""
+
+    def __init__(self, directory: str) -> None:
+        from prometheus_client.multiprocess import MultiProcessCollector
+
+        self.directory = directory
+        self.files = MultiProcessCollector(None, path=directory)
+
+    def collect(self) -> Iterable[Any]:
+        forget_dead_workers(self.directory)
+        return self.files.collect()
+
+
+def registry() -> Any:
+    """What a scrape reads: every worker's files when served, this process otherwise."""
+    from prometheus_client import REGISTRY, CollectorRegistry
+
+    directory = os.environ.get(MULTIPROC_ENV)
+    if not directory:
+        return REGISTRY
+    scraped = CollectorRegistry()
+    scraped.register(_WorkersCollector(directory))  # type: ignore[arg-type]
+    return scraped
+
+
+def asgi_app() -> Any:
+    """/metrics as an ASGI app (WEBSERVER_METRICS=path): prometheus-client's own."""
+    from prometheus_client import make_asgi_app
+
+    return make_asgi_app(registry())
+
+
+# The launcher's part: a directory per run, and (WEBSERVER_METRICS=port) the listener.
+
+RUN_PREFIX = "webserver-metrics-"
+
+
+@contextlib.contextmanager
+def for_run(mode: str, host: str, port: int) -> Iterator[None]:
+    """Around a run of the engine: the run's directory, named in the environment the
+    workers inherit, and the listener of WEBSERVER_METRICS=port; both gone after."""
+    if mode == "off":
+        yield
+        return
+    directory, lock = new_run_directory(RUN_PREFIX)
+    given = os.environ.get(MULTIPROC_ENV)
+    os.environ[MULTIPROC_ENV] = str(directory)
+    listener = start_listener(host, port, directory) if mode == "port" else None
+    launcher = os.getpid()
+    try:
+        yield
+    finally:
+        # Only in the launcher: gunicorn forks its workers from this very call, and a
+        # worker that exits unwinds the launcher's stack, this block included.
+        if os.getpid() == launcher:
+            _end_run(listener, directory, lock, given)
+
+
+def _end_run(listener: subprocess.Popen[bytes] | None, directory: Path, lock: int,
+             given: str | None) -> None:
+    if listener is not None:
+        listener.terminate()
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            listener.wait(5)
+    shutil.rmtree(directory, ignore_errors=True)
+    os.close(lock)
+    if given is None:
+        os.environ.pop(MULTIPROC_ENV, None)
+    else:
+        os.environ[MULTIPROC_ENV] = given
+
+
+def start_listener(host: str, port: int, directory: Path) -> subprocess.Popen[bytes]:
+    """A new interpreter that imports only this module and prometheus-client (~15 MB):
+    nothing of the launcher inherited, no fork of a process with threads."""
+    package_root = str(Path(__file__).resolve().parents[2])  # where `app` is importable
+    path = os.pathsep.join(filter(None, [package_root, os.environ.get("PYTHONPATH")]))
+    code = (f"from app.core.metrics import serve_port; "
+            f"serve_port({host!r}, {port}, {str(directory)!r}, {os.getpid()})")
+    return subprocess.Popen([sys.executable, "-c", code], env={**os.environ, "PYTHONPATH": path})
+
+
+def new_run_directory(prefix: str) -> tuple[Path, int]:
+    """A fresh directory for this run's files, under PROMETHEUS_MULTIPROC_DIR when you
+    set one (a tmpfs, say), else the temporary directory; and the descriptor of the
+    lock that marks it in use. Directories of runs that ended without removing theirs
+    (a SIGKILL) are removed first: no process holds their lock."""
+    base = Path(os.environ.get(MULTIPROC_ENV) or tempfile.gettempdir())
+    base.mkdir(parents=True, exist_ok=True)
+    for stale in base.glob(f"{prefix}*"):
+        with contextlib.suppress(OSError), _unless_locked(stale / RUN_LOCK) as free:
+            if free:
+                shutil.rmtree(stale, ignore_errors=True)
+    # Made under a hidden name and renamed once locked: another launcher's sweep never
+    # sees it unlocked.
+    hidden = Path(tempfile.mkdtemp(prefix=f".{prefix}", dir=base))
+    fd = os.open(hidden / RUN_LOCK, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    directory = hidden.with_name(hidden.name[1:])
+    hidden.rename(directory)
+    return directory, fd
+
+
+@contextlib.contextmanager
+def _unless_locked(lock: Path) -> Iterator[bool]:
+    fd = os.open(lock, os.O_RDWR | os.O_CLOEXEC)
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            yield False
+        else:
+            yield True
+    finally:
+        os.close(fd)
+
+
+def serve_port(host: str, port: int, directory: str, parent: int) -> None:
+    """The metrics listener, a process of its own (WEBSERVER_METRICS=port), for as long
+    as the launcher `parent` lives. Its own process, not a thread of the launcher:
+    granian forks its workers from the launcher's process, and a fork of a process
+    with threads can inherit a lock held by one of them."""
+    import signal
+    import time
+
+    from prometheus_client import start_http_server
+
+    os.environ[MULTIPROC_ENV] = directory
+    stop: list[bool] = []
+    for received in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(received, lambda *_: stop.append(True))
+    start_http_server(port, addr=host, registry=registry())
+    while not stop and os.getppid() == parent:
+        time.sleep(0.5)
+
+
+class MetricsPathMiddleware:
+    """GET /metrics on the app's port (WEBSERVER_METRICS=path), before the app."""
+
+    def __init__(self, app: Any) -> None:
+        self.app = app
+        self.metrics = asgi_app()
+
+    def __call__(self, scope: Any, receive: Any, send: Any) -> Any:
+        if scope["type"] == "http" and scope["path"] == METRICS_PATH:
+            return self.metrics(scope, receive, send)
+        return self.app(scope, receive, send)

@@ -1,0 +1,414 @@
+"""Prometheus metrics: labelled by route template, and summed right over workers that
+are recycled and killed, on every engine, as a real Prometheus counts them.
+
+The Prometheus test needs Debian's `prometheus` (`apt-get install prometheus`): it
+skips, with the reason, where it is missing, and fails instead when
+REQUIRE_PROMETHEUS=1 (CI). The direct scrapes need nothing.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+from fastapi import APIRouter
+from fastapi.testclient import TestClient
+from prometheus_client import REGISTRY
+from prometheus_client.parser import text_string_to_metric_families
+
+from app.core import loops
+from app.core.metrics import UNMATCHED
+from app.main import create_app
+from tests.server_process import PROJECT_DIR, free_port, running_server
+
+ITEMS = "/demo/items/{item_id}"
+COUNT = "http_server_request_duration_seconds_count"
+FAMILIES = {  # every metric, with its labels: the same on every engine
+    "http_server_request_duration_seconds": {"method", "route", "status_class"},
+    "http_server_active_requests": set(),
+    "webserver_info": {"engine", "loop", "parser", "python", "workers"},
+}
+PROMETHEUS = shutil.which("prometheus")
+REQUIRED = os.environ.get("REQUIRE_PROMETHEUS", "") not in ("", "0")
+
+
+def in_process_count(route: str, method: str = "GET", status_class: str = "2xx") -> float:
+    return REGISTRY.get_sample_value(COUNT, {"method": method, "route": route,
+                                             "status_class": status_class}) or 0.0
+
+
+def test_requests_are_labelled_by_route_template_method_and_status_class() -> None:
+    failing = APIRouter()
+
+    @failing.get("/metrics-test/fails/{n}")
+    async def fails(n: int) -> None:
+        raise RuntimeError("a bug")
+
+    before = {key: in_process_count(*key) for key in [
+        (ITEMS,), ("/health/", "POST", "4xx"), (UNMATCHED, "GET", "4xx"),
+        (UNMATCHED, "other", "4xx"), ("/metrics-test/fails/{n}", "GET", "5xx")]}
+    with TestClient(create_app(user_routers=[failing]), base_url="http://localhost",
+                    raise_server_exceptions=False) as client:
+        for item in range(3):
+            assert client.get(f"/demo/items/{item}").status_code == 200
+        assert client.post("/health/").status_code == 405  # the route, a method it lacks
+        assert client.get("/no/such/path").status_code == 404
+        assert client.request("BREW", "/no/such/path").status_code == 404
+        assert client.get("/metrics-test/fails/1").status_code == 500
+    after = {key: in_process_count(*key) for key in before}
+    assert {key: after[key] - before[key] for key in before} == {
+        (ITEMS,): 3, ("/health/", "POST", "4xx"): 1, (UNMATCHED, "GET", "4xx"): 1,
+        (UNMATCHED, "other", "4xx"): 1, ("/metrics-test/fails/{n}", "GET", "5xx"): 1}
+
+
+def serve_refusal(*args: str, env: dict[str, str] | None = None) -> str:
+    result = subprocess.run([sys.executable, "-m", "app", "serve", "--host", "127.0.0.1", *args],
+                            cwd=PROJECT_DIR, env={**os.environ, **(env or {})},
+                            capture_output=True, text=True, timeout=30)
+    assert result.returncode == 2, result.stderr
+    return result.stderr
+
+
+@pytest.mark.slow
+def test_a_metrics_port_that_cannot_be_listened_on_is_one_sentence() -> None:
+    port = free_port()
+    with socket.socket() as holder:
+        holder.bind(("127.0.0.1", 0))
+        holder.listen()
+        taken = holder.getsockname()[1]
+        assert serve_refusal("--port", str(port), "--metrics-port", str(taken)) == (
+            f"Cannot start: port {taken} on 127.0.0.1 is already in use by another process: "
+            "stop that process or choose another port (--metrics-port, "
+            "WEBSERVER_METRICS_PORT).\n")
+    assert serve_refusal("--port", str(port), "--metrics-port", str(port)) == (
+        f"Cannot start: WEBSERVER_METRICS_PORT={port} is also the app's port: give the "
+        "metrics another port, or serve them at /metrics on the app's port with "
+        "WEBSERVER_METRICS=path.\n")
+    assert serve_refusal("--port", str(port), env={"OTEL_TRACES_EXPORTER": "zipkin"}) == (
+        "Cannot start: OTEL_TRACES_EXPORTER names 'zipkin', an exporter this service does "
+        "not have: choose otlp, console, none.\n")
+
+
+SLOT_USER = """
+import sys, time
+from app.core.metrics import server_metrics, _slot
+metrics = server_metrics()
+child = metrics.duration.labels("GET", "/x", "2xx")
+for _ in range(int(sys.argv[1])):
+    child.observe(0.001)
+metrics.in_flight.set(int(sys.argv[3]))
+print(_slot["name"], flush=True)
+time.sleep(float(sys.argv[2]))
+"""
+
+
+@pytest.mark.slow
+def test_a_slot_is_never_shared_and_its_successor_goes_on_counting(tmp_path: Path) -> None:
+    """Two processes at once get two slots; one started after the first ended takes
+    its slot and adds to its count; no file per process is left behind. A process
+    killed with requests in flight leaves its counts, and its in-flight requests go."""
+    env = {**os.environ, "PROMETHEUS_MULTIPROC_DIR": str(tmp_path)}
+
+    def start(observations: int, linger: float, in_flight: int = 0) -> subprocess.Popen[str]:
+        return subprocess.Popen([sys.executable, "-c", SLOT_USER, str(observations),
+                                 str(linger), str(in_flight)], cwd=PROJECT_DIR, env=env,
+                                text=True, stdout=subprocess.PIPE)
+
+    def scraped_now() -> str:
+        os.environ["PROMETHEUS_MULTIPROC_DIR"] = str(tmp_path)
+        try:
+            from app.core.metrics import registry
+
+            return generate(registry())
+        finally:
+            del os.environ["PROMETHEUS_MULTIPROC_DIR"]
+
+    first, second = start(3, 60, in_flight=2), start(4, 0)
+    slots = {second.stdout.readline().strip(), first.stdout.readline().strip()}  # type: ignore[union-attr]
+    second.wait(10)
+    third = start(5, 0)  # the first still holds its slot: the third takes the second's
+    assert third.stdout.readline().strip() in slots  # type: ignore[union-attr]
+    third.wait(10)
+    assert slots == {"w0", "w1"}
+    assert scraped(scraped_now(), "http_server_active_requests") == [({}, 2.0)]
+    first.kill()  # SIGKILL, with its two requests in flight
+    first.wait(10)
+    text = scraped_now()
+    assert scraped_count(text, "/x") == 3 + 4 + 5
+    assert scraped(text, "http_server_active_requests") in ([], [({}, 0.0)])
+    assert sorted(path.name for path in tmp_path.glob("histogram_*.db")) == [
+        "histogram_w0.db", "histogram_w1.db"]
+
+
+def generate(registry: object) -> str:
+    from prometheus_client import generate_latest
+
+    return generate_latest(registry).decode()  # type: ignore[arg-type]
+
+
+def scraped_count(text: str, route: str) -> float:
+    return sum(sample.value for family in text_string_to_metric_families(text)
+               for sample in family.samples
+               if sample.name == COUNT and sample.labels.get("route") == route)
+
+
+def scraped(text: str, name: str) -> list[tuple[dict[str, str], float]]:
+    return [(sample.labels, sample.value) for family in text_string_to_metric_families(text)
+            for sample in family.samples if sample.name == name]
+
+
+def families(text: str) -> dict[str, set[str]]:
+    found: dict[str, set[str]] = {}
+    for family in text_string_to_metric_families(text):
+        for sample in family.samples:
+            found.setdefault(family.name, set()).update(set(sample.labels) - {"le"})
+    return found
+
+
+# --- Real servers: every engine, two workers.
+
+
+def recycling(engine: str) -> list[str]:
+    """Arguments that recycle a worker every few seconds on this engine."""
+    if engine in loops.FEATURES["worker_max_requests"].honoured_by:
+        return ["--worker-max-requests", "20"]
+    return ["--worker-max-memory", "1"]  # every memory sample (5 s) under granian
+
+
+def children(pid: int) -> list[int]:
+    found = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            with contextlib.suppress(OSError):
+                stat = Path(f"/proc/{entry}/stat").read_text()
+                if int(stat.rsplit(")", 1)[1].split()[1]) == pid:
+                    found.append(int(entry))
+    return found
+
+
+def held_locks(pid: int) -> list[str]:
+    held = []
+    with contextlib.suppress(OSError):
+        for fd in os.listdir(f"/proc/{pid}/fd"):
+            with contextlib.suppress(OSError):
+                held.append(os.readlink(f"/proc/{pid}/fd/{fd}"))
+    return [path for path in held if path.endswith(".lock")]
+
+
+def workers(launcher: int) -> dict[int, str]:
+    """The launcher's workers, found as what they are: processes holding a slot."""
+    return {pid: lock for pid in children(launcher) for lock in held_locks(pid)
+            if Path(lock).name.startswith("slot-")}
+
+
+def run_directory(launcher: int) -> Path:
+    (lock,) = [lock for lock in held_locks(launcher) if lock.endswith("/run.lock")]
+    return Path(lock).parent
+
+
+@contextlib.contextmanager
+def running_prometheus(target: str) -> Iterator[str]:
+    """Prometheus scraping `target` (host:port) every second; its URL."""
+    if PROMETHEUS is None:
+        reason = "prometheus is not installed (apt-get install prometheus)"
+        if REQUIRED:
+            pytest.fail(f"{reason}; REQUIRE_PROMETHEUS is set")
+        pytest.skip(reason)
+    port = free_port()
+    with tempfile.TemporaryDirectory() as home:
+        config = Path(home) / "prometheus.yml"
+        config.write_text(
+            "global: {scrape_interval: 1s, scrape_timeout: 1s, evaluation_interval: 1s}\n"
+            "scrape_configs:\n"
+            f"  - job_name: app\n    static_configs: [{{targets: ['{target}']}}]\n")
+        process = subprocess.Popen(
+            [PROMETHEUS, f"--config.file={config}", f"--storage.tsdb.path={home}/data",
+             f"--web.listen-address=127.0.0.1:{port}", "--log.level=warn"],
+            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        url = f"http://127.0.0.1:{port}"
+        try:
+            deadline = time.monotonic() + 30
+            while True:
+                with contextlib.suppress(httpx.TransportError):
+                    if httpx.get(f"{url}/-/ready", timeout=1).status_code == 200:
+                        break
+                assert process.poll() is None, process.stderr.read().decode()  # type: ignore[union-attr]
+                assert time.monotonic() < deadline, "prometheus did not get ready in 30 s"
+                time.sleep(0.2)
+            yield url
+        finally:
+            process.send_signal(signal.SIGTERM)
+            try:
+                process.wait(15)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait()
+
+
+def promql(url: str, query: str) -> float | None:
+    answer = httpx.get(f"{url}/api/v1/query", params={"query": query}, timeout=5).json()
+    assert answer["status"] == "success", answer
+    result = answer["data"]["result"]
+    return float(result[0]["value"][1]) if result else None
+
+
+def settled(read: object, expected: float, seconds: float = 15.0,
+            stays: float = 0.0) -> float | None:
+    """What `read()` gives once it equals `expected` (or after `seconds`); with
+    `stays`, read again that much later: it must not have moved on."""
+    deadline, value = time.monotonic() + seconds, None
+    while time.monotonic() < deadline:
+        value = read()  # type: ignore[operator]
+        if value == expected:
+            if stays:
+                time.sleep(stays)
+                return read()  # type: ignore[operator]
+            return value
+        time.sleep(0.2)
+    return value
+
+
+def get_items(url: str, count: int) -> int:
+    """`count` requests for ITEMS, a connection each (so they spread over the workers);
+    how many the client saw answered 200."""
+    answered = 0
+    for item in range(count):
+        with contextlib.suppress(httpx.TransportError):
+            answer = httpx.get(f"{url}/demo/items/{item}", headers={"Connection": "close"},
+                               timeout=1)
+            answered += answer.status_code == 200
+    return answered
+
+
+def ledger(server: object, answered: int) -> int:
+    """The ITEMS requests the app answered, from its JSON access log: one that lands on
+    a worker as it is recycled can be answered by the app and still never reach the
+    client (docs/observability.md), so the client's count can be lower by those. A
+    worker writes a request's line just after its response: wait for the lines of the
+    `answered` ones."""
+    deadline = time.monotonic() + 5
+    while True:
+        count = 0
+        for line in server.output().splitlines():  # type: ignore[attr-defined]
+            if line.startswith("{") and '"path":"/demo/items/' in line:
+                count += json.loads(line)["status"] == 200
+        if count >= answered or time.monotonic() > deadline:
+            return count
+        time.sleep(0.1)
+
+
+def sleep_request(url: str) -> None:
+    """A request that is still being answered 4 s later (its worker is killed)."""
+    with contextlib.suppress(httpx.HTTPError):
+        httpx.get(f"{url}/demo/sleep?ms=4000", timeout=10)
+
+
+def scrape(server: object) -> str:
+    return httpx.get(server.metrics_url, timeout=5).text  # type: ignore[attr-defined]
+
+
+def in_flight(server: object) -> float:
+    return sum(value for _, value in scraped(scrape(server), "http_server_active_requests"))
+
+
+def counted_by_prometheus(prometheus: str, count: int) -> None:
+    """Prometheus, scraping every second, finds the same number, and saw no counter
+    reset (what a worker's counts vanishing would look like to it)."""
+    query = f'sum({COUNT}{{route="{ITEMS}"}})'
+    assert settled(lambda: promql(prometheus, query), count, stays=2.5) == count  # 2 scrapes
+    assert promql(prometheus, f'sum(resets({COUNT}{{route="{ITEMS}"}}[5m]))') == 0
+
+
+def metric_files(launcher: int) -> list[str]:
+    return sorted(path.name for path in run_directory(launcher).glob("histogram_*"))
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("engine", loops.ENGINES)
+def test_prometheus_counts_every_request_across_recycled_workers(engine: str) -> None:
+    """Two workers, recycled every few seconds: a scrape, and a PromQL query through a
+    real Prometheus, count exactly the requests the app answered; none vanished with
+    a worker, none counted twice, and the files do not grow with the recycles."""
+    args = ["--engine", engine, "--workers", "2", "--respawn-failed-workers", *recycling(engine)]
+    with running_server(args, env={"WEBSERVER_ACCESS_LOG": "json"}) as server, \
+            running_prometheus(server.metrics_url.split("/")[2]) as prometheus:
+        launcher = server.process.pid
+        first = set(workers(launcher))
+        sent, answered, deadline = 0, 0, time.monotonic() + 30
+        # Until none of the first workers is left (granian: ~10 s).
+        while first & set(workers(launcher)) or sent < 60:
+            answered += get_items(server.url, 20)
+            sent += 20
+            assert time.monotonic() < deadline, f"no worker recycled in 30 s: {workers(launcher)}"
+        logged = ledger(server, answered)
+        count = settled(lambda: scraped_count(scrape(server), ITEMS), logged)
+        assert count == logged and answered <= count <= sent, (count, answered, sent)
+        counted_by_prometheus(prometheus, count)
+        files = metric_files(launcher)
+        assert len(files) <= 3, files  # as many as workers ran at once, not one per worker
+        assert families(scrape(server)) == FAMILIES
+        assert httpx.get(f"{server.url}/metrics").status_code == 404  # not on the app's port
+    print(f"{engine}: {sent} sent, {count} answered by the app and counted, {answered} "
+          f"reached the client; files {files}")
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("engine", loops.ENGINES)
+def test_killed_workers_counts_stay_and_their_requests_leave_the_in_flight_gauge(
+        engine: str) -> None:
+    """Two requests in flight, then kill -9 every worker: once they are respawned, what
+    the dead ones counted is still there, and the requests they were answering are no
+    longer in flight."""
+    args = ["--engine", engine, "--workers", "2", "--respawn-failed-workers"]
+    with running_server(args, env={"WEBSERVER_ACCESS_LOG": "json"}) as server:
+        launcher = server.process.pid
+        answered = get_items(server.url, 40)
+        sleepers = [threading.Thread(target=sleep_request, args=(server.url,)) for _ in range(2)]
+        for thread in sleepers:
+            thread.start()
+        assert settled(lambda: in_flight(server), 2, seconds=5) == 2, scrape(server)
+        killed = set(workers(launcher))
+        for pid in killed:
+            os.kill(pid, signal.SIGKILL)
+        deadline = time.monotonic() + 20
+        while killed & set(workers(launcher)) or len(workers(launcher)) < 2:
+            assert time.monotonic() < deadline, (
+                f"the killed workers were not replaced: {workers(launcher)}\n"
+                f"{server.output()[-3000:]}")
+            time.sleep(0.2)
+        answered += get_items(server.url, 40)
+        for thread in sleepers:
+            thread.join()
+        count = ledger(server, answered)
+        assert answered <= count <= 80, (answered, count)  # see ledger
+        assert scraped_count(scrape(server), ITEMS) == count
+        assert settled(lambda: in_flight(server), 0) == 0, scrape(server)
+        assert metric_files(launcher) == ["histogram_w0.db", "histogram_w1.db"]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("engine", loops.ENGINES)
+def test_metrics_at_a_path_of_the_app_port(engine: str) -> None:
+    env = {"WEBSERVER_METRICS": "path"}
+    with running_server(["--engine", engine, "--workers", "2"], env=env) as server:
+        answered = get_items(server.url, 10)
+        text = httpx.get(f"{server.url}/metrics").text
+        with pytest.raises(httpx.TransportError):  # no listener of its own
+            httpx.get(server.metrics_url, timeout=2)
+    assert scraped_count(text, ITEMS) == answered == 10
+    assert families(text) == FAMILIES
+    ((info, _),) = scraped(text, "webserver_info")
+    assert (info["engine"], info["workers"]) == (engine, "2")
