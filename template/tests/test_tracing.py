@@ -9,7 +9,9 @@ the engine's lines as JSON too. Off, nothing of the SDK is imported.
 
 from __future__ import annotations
 
+import contextvars
 import json
+import logging
 import os
 import subprocess
 import sys
@@ -29,7 +31,7 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.trace import SpanKind, StatusCode
 
-from app.core import loops, tracing
+from app.core import logs, loops, tracing
 from app.core.answers import PROJECT_SLUG
 from app.main import create_app
 from app.middleware import MIDDLEWARE
@@ -140,6 +142,27 @@ def test_off_no_layer_is_added_and_no_sdk_imported() -> None:
     names, sdk_imported = json.loads(result.stdout)
     assert "TracingMiddleware" not in names and "MetricsMiddleware" in names
     assert sdk_imported is False
+
+
+def test_a_json_record_is_one_ascii_line_with_the_request_ids() -> None:
+    """What WEBSERVER_LOG_FORMAT=json writes: a separator a line reader would split at
+    escaped, the request's ids from its context, the traceback in one field."""
+    def logged() -> str:
+        try:
+            raise ValueError("bad input")
+        except ValueError:
+            record = logging.LogRecord("app.x", logging.ERROR, __file__, 1,
+                                       "user said %s", ("a\u2028b\nc",), sys.exc_info())
+        return logs.JsonFormatter().format(record)
+
+    line = contextvars.copy_context().run(lambda: (
+        logs.REQUEST_ID.set("req-9"), logs.TRACE_ID.set(TRACE_ID), logged())[-1])
+    assert line.isascii() and len(line.splitlines()) == 1
+    entry = json.loads(line)
+    assert entry["message"] == "user said a\u2028b\nc"
+    assert (entry["request_id"], entry["trace_id"]) == ("req-9", TRACE_ID)
+    assert entry["exception"].endswith("ValueError: bad input")
+    assert "request_id" not in json.loads(logged())  # outside a request: no ids
 
 
 # --- On every engine, through the OTLP/HTTP exporter.

@@ -64,7 +64,9 @@ class JsonFormatter(logging.Formatter):
             entry["exception"] = record.exc_text
         if record.stack_info:
             entry["stack"] = self.formatStack(record.stack_info)
-        return json.dumps(entry, ensure_ascii=False, default=str)
+        # ASCII, as the JSON access log: no line or paragraph separator (U+2028) a
+        # line-splitting reader would cut the record at.
+        return json.dumps(entry, default=str)
 
 
 FORMATTERS: dict[str, type[logging.Formatter]] = {"text": TextFormatter, "json": JsonFormatter}
