@@ -413,6 +413,16 @@ FEATURES: dict[str, FeatureSpec] = {
                                               "own off)",
                                    "gunicorn": "the app's access log middleware "
                                                "(gunicorn's own off)"}),
+        FeatureSpec("log_format", {"uvicorn": "log_config, its formatters the app's",
+                                   "granian": "log_dictconfig, its formatters the app's",
+                                   "gunicorn": "logger_class, its handlers' formatter "
+                                               "the app's"}),
+        FeatureSpec("metrics", {"uvicorn": "the app's metrics layer; the launcher's "
+                                           "listener",
+                                "granian": "the app's metrics layer; the launcher's "
+                                           "listener",
+                                "gunicorn": "the app's metrics layer; the launcher's "
+                                            "listener"}),
         FeatureSpec("graceful_timeout", {"uvicorn": "timeout_graceful_shutdown",
                                          "granian": "workers_kill_timeout",
                                          "gunicorn": "graceful_timeout"}),
