@@ -24,7 +24,8 @@ def synthetic_run(ratio: float, noise: float, rounds: int = 30, cpu_ratio: float
     request, on a machine whose speed drifts by 1.5x over the run, with independent
     log-normal noise of `noise` on every slice."""
     generator = random.Random(seed)
-    run = Run([Config("uvicorn", "auto"), Config("granian", "auto")], 0, 1.0, rounds)
+    # Loops named: `auto` resolves per Python (zuvloop on 3.14), the labels must not.
+    run = Run([Config("uvicorn", "uvloop"), Config("granian", "uvloop")], 0, 1.0, rounds)
     for number in range(rounds):
         speed = 1 + 0.5 * math.sin(number / 5)  # the machine: 0.5x to 1.5x
         this = Round([number % 2, 1 - number % 2])
