@@ -63,7 +63,10 @@ CONFLICT_MARKERS = ("<<<<<<< ", ">>>>>>> ")
 # Releases made before the extension points (0.4.0) had users register routers in
 # app/main.py; 0.2.0 added its demo router on the very line users added theirs after,
 # so an update from 0.1.0 conflicts there, once, and says so (docs/index.md).
-KNOWN_CONFLICTS = {"v0.1.0": ["app/main.py"]}
+# Before 0.4.0 the user's router and middleware were registered in the template's own
+# app/main.py and app/middleware/__init__.py, lines later releases change too.
+EXTENSION_POINTS = Version("0.4.0")
+KNOWN_CONFLICTS = ["app/main.py", "app/middleware/__init__.py"]
 ROUTER = '''from fastapi import APIRouter
 
 router = APIRouter()
@@ -110,21 +113,26 @@ def release_version(source: str) -> Version:
     return Version("999") if source == "HEAD" else Version(source)
 
 
+def register_in_custom(project: Path, setting: bool) -> None:
+    """The user's middleware (and setting) in app/custom.py, where they go since 0.4.0."""
+    custom = project / "app/custom.py"
+    text = (custom.read_text()
+            .replace("MIDDLEWARE: tuple[type, ...] = ()",
+                     "MIDDLEWARE: tuple[type, ...] = (UserHeaderMiddleware,)")
+            .replace("from pydantic_settings import BaseSettings, SettingsConfigDict\n",
+                     "from pydantic_settings import BaseSettings, SettingsConfigDict\n\n"
+                     "from app.middleware.user_header import UserHeaderMiddleware\n"))
+    if setting:
+        text = text.replace('extra="ignore")\n', 'extra="ignore")\n\n    greeting: str = "hello"\n')
+    custom.write_text(text)
+
+
 def add_router_and_middleware(project: Path) -> set[str]:
     """The user's router and middleware, where the project says they go; files touched."""
     (project / "app/middleware/user_header.py").write_text(MIDDLEWARE)
     if (project / "app/routes").is_dir():  # extension points: files the template never writes
         (project / "app/routes/items.py").write_text(ROUTER + SETTING_ROUTE)
-        custom = project / "app/custom.py"
-        custom.write_text(
-            custom.read_text()
-            .replace("MIDDLEWARE: tuple[type, ...] = ()",
-                     "MIDDLEWARE: tuple[type, ...] = (UserHeaderMiddleware,)")
-            .replace("from pydantic_settings import BaseSettings, SettingsConfigDict\n",
-                     "from pydantic_settings import BaseSettings, SettingsConfigDict\n\n"
-                     "from app.middleware.user_header import UserHeaderMiddleware\n")
-            .replace('extra="ignore")\n', 'extra="ignore")\n\n    greeting: str = "hello"\n')
-        )
+        register_in_custom(project, setting=True)
         return {"app/routes/items.py", "app/middleware/user_header.py", "app/custom.py"}
     # Before the extension points: registered in the template's own modules.
     (project / "app/api/items.py").write_text(ROUTER)
@@ -188,7 +196,7 @@ def test_update_keeps_user_work_and_serves_the_changed_answer(
     marked = sorted(name for name, text in got.items()
                     if any(marker in text for marker in CONFLICT_MARKERS))
     assert not any(name.endswith(".rej") for name in got), report
-    assert marked == KNOWN_CONFLICTS.get(source, []), report
+    assert marked == (KNOWN_CONFLICTS if release_version(source) < EXTENSION_POINTS else []), report
     if marked:
         # Never silent: reported by name, and the command fails.
         assert update.returncode != 0, report
@@ -196,12 +204,20 @@ def test_update_keeps_user_work_and_serves_the_changed_answer(
         # Finished as the docs say: the template's side, the router moved to app/routes/.
         git(project, "checkout", "--theirs", "--", *marked)
         (project / "app/api/items.py").rename(project / "app/routes/items.py")
-        user_files = (user_files - {"app/api/items.py", *marked}) | {"app/routes/items.py"}
+        register_in_custom(project, setting=False)
+        user_files = (user_files - {"app/api/items.py", *marked}) | {
+            "app/routes/items.py", "app/custom.py"}
         got = files(project)
     else:
         assert update.returncode == 0, report
 
-    fresh = copie.copy(extra_answers={**given, **change}, vcs_ref="HEAD")
+    # The description is an answer: the project keeps the one it was made with, also
+    # where the question's default has changed since.
+    description = yaml.safe_load(got[".copier-answers.yml"]).get(
+        "description", COPIER_DEFAULTS["description"])
+    fresh = copie.copy(extra_answers={**given, **change, "description": description},
+                       vcs_ref="HEAD")
+    answers = {**answers, "description": description}
     assert fresh.exit_code == 0, fresh.exception
     want = files(fresh.project_dir)
     user_owned = {"README.md", ".env", "pyproject.toml", ".copier-answers.yml", *user_files}
@@ -232,5 +248,5 @@ def test_update_keeps_user_work_and_serves_the_changed_answer(
         served["default_engine"],
         served_loop(served["loop_policy"], served["default_engine"], served["python_version"]))
     assert ping.json() == {"pong": "kept"} and ping.headers.get("x-user") == "kept"
-    if "app/custom.py" in user_files:
+    if user_setting:
         assert greeting.json() == {"greeting": "hi"}
