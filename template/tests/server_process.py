@@ -89,9 +89,11 @@ def wait_until_serving(server: Server, timeout: float) -> None:
 
 
 def all_workers_started(log: str) -> bool:
-    """granian answers once one worker is up; a SIGTERM that lands while another is
-    still starting can leave granian 2.8 deaf to it, so tests stop it only after all."""
-    return log.count("Started worker-") >= log.count("Spawning worker-")
+    """granian and gunicorn answer once one worker is up; a SIGTERM that lands while
+    another is still starting can leave granian 2.8 deaf to it, and gunicorn 27 waiting
+    for that worker (seen on 3.14), so tests stop them only after all."""
+    return (log.count("Started worker-") >= log.count("Spawning worker-")
+            and log.count("ASGI server listening on") >= log.count("Booting worker with pid"))
 
 
 def stop(server: Server, grace: float = 15.0) -> int:
