@@ -212,6 +212,14 @@ def uvicorn_protocol(parser: str) -> str:
 def gunicorn_limits() -> type:
     from gunicorn.asgi.protocol import ASGIProtocol
 
+    # gunicorn 27.0.1 caches whether gunicorn-h1c is usable on the class it asks from,
+    # then reads the cache on ASGIProtocol itself: asked from a subclass only, it
+    # refuses http_parser="fast" on every connection (RuntimeError "gunicorn_h1c >=
+    # 0.4.1 required"). Asked from ASGIProtocol first, the subclass inherits the answer
+    # (only for that parser: the question imports gunicorn-h1c).
+    if get_settings().resolved_http == "h1c":
+        ASGIProtocol._check_h1c_protocol_available()
+
     class GunicornLimits(ASGIProtocol):  # type: ignore[misc]
         """gunicorn's HTTP/1 protocol (its asgi worker's) with the head's size and time.
         gunicorn's own limits are per line (`limit_request_line`, `..._field_size`)."""
