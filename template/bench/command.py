@@ -32,7 +32,8 @@ def bench_engines(
     engine: list[str] = typer.Option([], help="Engine to measure (repeatable; default all)."),
     loop: list[str] = typer.Option(
         [], help="Loop (repeatable); 'all' sweeps what the matrix allows here. Default auto."),
-    http: list[str] = typer.Option([], help="uvicorn parser (repeatable). Default auto."),
+    http: list[str] = typer.Option(
+        [], help="HTTP parser (repeatable), for the engines that take it. Default auto."),
     driver: str = typer.Option("auto", help="auto (wrk, h2load, python), wrk, h2load, python, ab."),
     workers: int = typer.Option(1, min=1, max=64, help="Worker processes of each server; "
                                 "other settings come from the environment and .env."),
