@@ -80,7 +80,7 @@ def test_combination(copie, cell: MatrixCell) -> None:
                  *(loop_dependent_tests(cell.loop) if cell.loop != loops.AUTO else [])],
                 project,
             ),
-            cwd=project, capture_output=True, text=True, timeout=120,
+            cwd=project, capture_output=True, text=True, timeout=400,
         )
         assert own_tests.returncode == 0, own_tests.stdout[-4000:] + own_tests.stderr[-2000:]
 

@@ -60,7 +60,7 @@ def test_sigterm_at_saturation_resets_no_queued_connection(engine: str, workers:
             duration=2.0, grace=GRACE + 5, keep_alive=False, stall=STALL,
         )
     print(report.summary())
-    assert len(report.before) > 1000, report.summary()  # the load really ran
+    assert len(report.before) > 3 * 64, report.summary()  # the load really ran
     assert report.lost_before_signal == [], report.summary()
     assert report.cut_mid_response == [], report.summary()
     assert report.exited_after is not None and report.exited_after < GRACE, report.summary()

@@ -162,7 +162,8 @@ def test_a_json_record_is_one_ascii_line_with_the_request_ids() -> None:
     assert entry["message"] == "user said a\u2028b\nc"
     assert (entry["request_id"], entry["trace_id"]) == ("req-9", TRACE_ID)
     assert entry["exception"].endswith("ValueError: bad input")
-    assert "request_id" not in json.loads(logged())  # outside a request: no ids
+    # Outside a request (a context where no layer set them): no ids.
+    assert "request_id" not in json.loads(contextvars.Context().run(logged))
 
 
 # --- On every engine, through the OTLP/HTTP exporter.

@@ -50,9 +50,16 @@ def port_of(url: str) -> int:
 @pytest.mark.parametrize("engine", honouring("backlog"))
 def test_backlog_is_the_listen_queue(engine: str) -> None:
     with running_server(["--engine", engine, "--backlog", "1234"]) as server:
-        listing = subprocess.run(["ss", "-ltnH", f"sport = :{port_of(server.url)}"],
-                                 capture_output=True, text=True, check=True).stdout
-    send_q = {int(line.split()[2]) for line in listing.splitlines()}
+        # gunicorn's worker listens with asyncio's 100 first and is set to the backlog
+        # once its servers exist (app/core/gunicorn_app.py): a moment after it answers.
+        deadline = time.monotonic() + 5
+        while True:
+            listing = subprocess.run(["ss", "-ltnH", f"sport = :{port_of(server.url)}"],
+                                     capture_output=True, text=True, check=True).stdout
+            send_q = {int(line.split()[2]) for line in listing.splitlines()}
+            if send_q == {1234} or time.monotonic() > deadline:
+                break
+            time.sleep(0.1)
     assert send_q == {1234}, listing  # ss shows a listener's backlog as Send-Q
 
 
