@@ -64,7 +64,8 @@ class ServerErrorMiddleware:
             app = scope.get("app")
             if started or getattr(app, "debug", False):
                 raise  # the engine logs it and closes the connection: no second answer
-            LOGGER.error("%s %s failed (request id %s)", scope["method"], scope["path"],
+            # The path quoted (repr): a %0a in it cannot forge a second log line.
+            LOGGER.error("%s %r failed (request id %s)", scope["method"], scope["path"],
                          scope.get("state", {}).get("request_id", "-"), exc_info=error)
             response = await error_response(app, Request(scope, receive), error)
             await response(scope, receive, send)
