@@ -342,6 +342,10 @@ def test_prometheus_counts_every_request_across_recycled_workers(engine: str) ->
     """Two workers, recycled every few seconds: a scrape, and a PromQL query through a
     real Prometheus, count exactly the requests the app answered; none vanished with
     a worker, none counted twice, and the files do not grow with the recycles."""
+    if engine == "gunicorn" and sys.version_info >= (3, 14):
+        pytest.skip("gunicorn 27 on Python 3.14: its max-requests recycling was measured not to "
+                    "replace a worker under load, and its arbiter then ignored SIGTERM "
+                    "(docs/engines.md, known limits)")
     args = ["--engine", engine, "--workers", "2", "--respawn-failed-workers", *recycling(engine)]
     with running_server(args, env={"WEBSERVER_ACCESS_LOG": "json"}) as server, \
             running_prometheus(server.metrics_url.split("/")[2]) as prometheus:

@@ -13,6 +13,7 @@ import shutil
 import signal
 import socket
 import subprocess
+import sys
 import time
 
 import httpx
@@ -154,6 +155,10 @@ def test_recycling_under_load_replaces_workers(
     engine: str, args: list[str], requests: int, seconds: float, workers: int,
     lost_per_recycle: int,
 ) -> None:
+    if engine == "gunicorn" and sys.version_info >= (3, 14):
+        pytest.skip("gunicorn 27 on Python 3.14: its max-requests recycling was measured not to "
+                    "replace a worker under load, and its arbiter then ignored SIGTERM "
+                    "(docs/engines.md, known limits)")
     with running_server(["--engine", engine, *args]) as server:
         pids, failures = _pids_under_load(server.url, requests, seconds)
     recycles = len(pids) - workers
