@@ -162,7 +162,9 @@ def measure(configs: list[Config], route: Route, driver: drivers.Driver, *, conn
             run.threshold = threshold
         wanted = max(1, round(duration / length))
         while len(run.kept) < wanted and len(run.rounds) < 2 * wanted:
-            turn = len(run.rounds) % len(configs)
+            # A round set aside is run again in the same order, so the kept rounds give
+            # each configuration each place equally (the first slice of a round differs).
+            turn = len(run.kept) % len(configs)
             order = [*range(turn, len(configs)), *range(turn)]
             this = Round(order)
             for index in order:
