@@ -23,7 +23,25 @@ ROOTED_PYTHON = "/usr/bin/python{version}"
 ROOT_PASSED_ENV = (
     "SSL_CERT_FILE", "SSL_CERT_DIR", "UV_INDEX_URL", "UV_DEFAULT_INDEX",
     "HTTP_PROXY", "HTTPS_PROXY", "NO_PROXY", "http_proxy", "https_proxy", "no_proxy",
+    "REQUIRE_PROMETHEUS",
 )
+# Host programs the project's tests run, which the root's own /usr lacks: each one's
+# directory is bound under HOST_TOOLS and its path handed over in the variable the
+# project's tests read (PROMETHEUS: tests/test_metrics.py).
+HOST_TOOLS = "/opt/host-tools"
+ROOTED_TOOLS = {"PROMETHEUS": "prometheus"}
+
+
+def _host_tools() -> tuple[list[str], dict[str, str]]:
+    """py314-run binds and the variables naming each host tool inside the root."""
+    binds, env = [], {}
+    for variable, name in ROOTED_TOOLS.items():
+        found = shutil.which(name)
+        if found:
+            directory = f"{HOST_TOOLS}/{name}"
+            binds += ["-b", f"{Path(found).parent}:{directory}"]
+            env[variable] = f"{directory}/{Path(found).name}"
+    return binds, env
 
 
 @dataclass(frozen=True)
@@ -39,12 +57,14 @@ class Interpreter:
         a command run as is takes its environment from the process)."""
         if self.root_runner is None:
             return list(argv)
-        binds = [arg for path in ROOT_BINDS for arg in ("-b", path)]
+        tool_binds, tool_env = _host_tools()
+        binds = [arg for path in ROOT_BINDS for arg in ("-b", path)] + tool_binds
         # The root starts with an empty environment: hand it the host's trust and index
         # settings (the root's CA store holds the same certificates), and keep uv from
         # fetching interpreters.
         passed = {name: os.environ[name] for name in ROOT_PASSED_ENV if name in os.environ}
         passed["UV_PYTHON_DOWNLOADS"] = "never"
+        passed.update(tool_env)
         passed.update(env or {})
         env = [arg for name, value in passed.items() for arg in ("-e", f"{name}={value}")]
         return [self.root_runner, *binds, "-C", str(cwd), *env, "--", *argv]

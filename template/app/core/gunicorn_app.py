@@ -55,7 +55,8 @@ class GunicornApp(BaseApplication):
         super().__init__()
 
     def load_config(self) -> None:
-        hooks = {"when_ready": self.when_ready, "post_worker_init": self.post_worker_init,
+        hooks = {"when_ready": self.when_ready, "post_fork": self.post_fork,
+                 "post_worker_init": self.post_worker_init,
                  "worker_exit": self.worker_exit, "child_exit": self.child_exit}
         for name, value in {**self.options, **hooks}.items():
             self.cfg.set(name, value)
@@ -76,6 +77,14 @@ class GunicornApp(BaseApplication):
             handle(sig, frame)
 
         signal.signal(signal.SIGTERM, on_term)
+
+    def post_fork(self, arbiter: Any, worker: Any) -> None:
+        """In a new worker: until the worker sets its own handlers, a SIGTERM would reach
+        the arbiter's copy (and the drain's), queued where nobody reads it, and the
+        worker would serve on until the arbiter kills it after the graceful timeout.
+        A worker that has not started serving can simply die of it."""
+        for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGQUIT):
+            signal.signal(sig, signal.SIG_DFL)
 
     def post_worker_init(self, worker: Any) -> None:
         """In a worker, before it serves: restore the backlog once its servers exist."""
