@@ -110,3 +110,15 @@ def stop(server: Server, grace: float = 15.0) -> int:
                 f"server ignored SIGTERM for {grace} s:\n{server.output()[-3000:]}"
             ) from None
     return process.returncode
+
+
+def children(pid: int) -> list[int]:
+    """The processes whose parent is `pid`."""
+    found = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            with contextlib.suppress(OSError):
+                stat = Path(f"/proc/{entry}/stat").read_text()
+                if int(stat.rsplit(")", 1)[1].split()[1]) == pid:
+                    found.append(int(entry))
+    return found

@@ -6,12 +6,19 @@ per Python rather than for every answer combination.
 
 from __future__ import annotations
 
+import contextlib
+import os
+import signal
+import subprocess
+import time
+
+import httpx
 import pytest
 
 from app.core import loops
 from tests.drain import drive_and_terminate
 from tests.request_set import loop_for
-from tests.server_process import running_server
+from tests.server_process import children, running_server
 
 pytestmark = pytest.mark.slow
 GRACE = 10
@@ -76,3 +83,41 @@ def test_grace_period_bounds_the_wait_for_slow_requests(engine: str) -> None:
         )
     # The 8 s requests cannot finish: the server must give up on them after ~1 s.
     assert report.exited_after is not None and report.exited_after < 4, report.summary()
+
+
+@pytest.mark.parametrize("engine", loops.ENGINES)
+def test_a_server_stopped_while_a_worker_starts_stops_in_time(engine: str) -> None:
+    """kill -9 a worker, then SIGTERM the server 50 ms after the replacement exists,
+    while it imports the app: the server must stop well within the graceful timeout.
+    gunicorn on uvloop took the whole timeout (30 s by default): its new worker set its
+    handlers on a loop that was not running yet, and uvloop dropped the signal (asyncio
+    keeps it: uvloop is the loop to test)."""
+    args = ["--engine", engine, "--loop", "uvloop", "--workers", "2", "--respawn-failed-workers"]
+    with running_server(args, env={"WEBSERVER_HEALTH_DETAIL": "full"}) as server:  # its pid
+        launcher = server.process.pid
+        before = set(children(launcher))
+        os.kill(httpx.get(f"{server.url}/health/detailed").json()["pid"], signal.SIGKILL)
+        deadline, started = time.monotonic() + 10, set()
+        while not started and time.monotonic() < deadline:
+            started = {pid for pid in children(launcher) if running(pid)} - before
+            time.sleep(0.002)
+        assert started, f"no replacement within 10 s:\n{server.output()[-3000:]}"
+        time.sleep(0.05)
+        signalled = time.monotonic()
+        server.process.send_signal(signal.SIGTERM)
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            server.process.wait(timeout=GRACE)
+        waited = time.monotonic() - signalled
+        log = server.output()
+    print(f"{engine}: stopped {waited:.2f} s after SIGTERM")
+    assert waited < GRACE, f"still running {GRACE} s after SIGTERM:\n{log[-3000:]}"
+
+
+def running(pid: int) -> bool:
+    """Neither gone nor a zombie waiting for its parent to reap it."""
+    try:
+        with open(f"/proc/{pid}/stat") as stat:
+            return stat.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except FileNotFoundError:
+        return False
+

@@ -32,7 +32,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from app.core import loops
 from app.core.metrics import UNMATCHED
 from app.main import create_app
-from tests.server_process import PROJECT_DIR, free_port, running_server
+from tests.server_process import PROJECT_DIR, children, free_port, running_server
 
 ITEMS = "/demo/items/{item_id}"
 COUNT = "http_server_request_duration_seconds_count"
@@ -188,17 +188,6 @@ def recycling(engine: str) -> list[str]:
     if engine in loops.FEATURES["worker_max_requests"].honoured_by:
         return ["--worker-max-requests", "20"]
     return ["--worker-max-memory", "1"]  # every memory sample (5 s) under granian
-
-
-def children(pid: int) -> list[int]:
-    found = []
-    for entry in os.listdir("/proc"):
-        if entry.isdigit():
-            with contextlib.suppress(OSError):
-                stat = Path(f"/proc/{entry}/stat").read_text()
-                if int(stat.rsplit(")", 1)[1].split()[1]) == pid:
-                    found.append(int(entry))
-    return found
 
 
 def held_locks(pid: int) -> list[str]:

@@ -34,6 +34,7 @@ from app.core import drain
 PID_BYTES = 4
 POLL = 0.01  # seconds
 FAILED = 1  # the launcher's exit code when a killed worker stopped the server
+STOP_SIGNALS = {signal.SIGTERM, signal.SIGINT, signal.SIGQUIT}
 
 
 class GunicornApp(BaseApplication):
@@ -79,15 +80,16 @@ class GunicornApp(BaseApplication):
         signal.signal(signal.SIGTERM, on_term)
 
     def post_fork(self, arbiter: Any, worker: Any) -> None:
-        """In a new worker: until the worker sets its own handlers, a SIGTERM would reach
-        the arbiter's copy (and the drain's), queued where nobody reads it, and the
-        worker would serve on until the arbiter kills it after the graceful timeout.
-        A worker that has not started serving can simply die of it."""
-        for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGQUIT):
-            signal.signal(sig, signal.SIG_DFL)
+        """In a new worker: hold the stop signals until its loop runs. The worker sets
+        its handlers on the loop before it imports the app, and uvloop drops a signal
+        that arrives before the loop runs (measured: the handler never fires); a worker
+        stopped while it started then served on until the arbiter killed it after the
+        graceful timeout. Held, the signal waits and is handled once serving starts."""
+        signal.pthread_sigmask(signal.SIG_BLOCK, STOP_SIGNALS)
 
     def post_worker_init(self, worker: Any) -> None:
-        """In a worker, before it serves: restore the backlog once its servers exist."""
+        """In a worker, before it serves: restore the backlog once its servers exist,
+        and let in the stop signals held since the fork."""
         def listen_with_backlog() -> None:
             if not worker.servers:  # not yet created: look again on the next turn
                 worker.loop.call_later(POLL, listen_with_backlog)
@@ -97,6 +99,7 @@ class GunicornApp(BaseApplication):
                 sock.close()
 
         worker.loop.call_soon(listen_with_backlog)
+        worker.loop.call_soon(signal.pthread_sigmask, signal.SIG_UNBLOCK, STOP_SIGNALS)
 
     def worker_exit(self, arbiter: Any, worker: Any) -> None:
         """In a worker that leaves of its own accord."""
