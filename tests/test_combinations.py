@@ -33,10 +33,12 @@ ALLOWED = [cell for cell in matrix() if cell.allowed]
 # with the policy `auto`; for each other policy, the boot tests that depend on the loop:
 # served on it, by each of two workers, and, on zuvloop (the Zig loop with the Zig
 # parser), with every parser.
-# `make test` runs them on the default Python for each of its loop policies, and
-# for the loops only a newer Python has (zuvloop); `make test-all`, on every Python.
+# `make test` runs them on the default Python with `auto`, and for the loops only a
+# newer Python has (zuvloop); every engine x loop pair is booted below, on its loop. The
+# loop-dependent tests of the other policies on the default Python repeat that with two
+# workers: `make test-all` runs them, on every Python.
 OWN_TESTS = {(cell.python, cell.loop): cell for cell in reversed(ALLOWED)
-             if FULL_MATRIX or cell.python == DEFAULT_PYTHON
+             if FULL_MATRIX or (cell.python == DEFAULT_PYTHON and cell.loop == loops.AUTO)
              or not any(other.loop == cell.loop and other.python == DEFAULT_PYTHON
                         for other in ALLOWED)}
 
