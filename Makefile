@@ -16,8 +16,11 @@ $(DEV): pyproject.toml
 		-r pyproject.toml --group pyproject.toml:dev
 	@touch $@
 
+# Three test workers on two cores for the quick check: most of a test waits on servers
+# booting in subprocesses. CI's full matrix keeps two (pyproject.toml): its timing
+# tests get the headroom.
 test: $(DEV)
-	$(VENV)/bin/python -m pytest $(PYTEST_ARGS)
+	$(VENV)/bin/python -m pytest -n 3 $(PYTEST_ARGS)
 
 test-all: $(DEV)
 	FULL_MATRIX=1 $(VENV)/bin/python -m pytest $(PYTEST_ARGS)
