@@ -35,6 +35,11 @@ PID_BYTES = 4
 POLL = 0.01  # seconds
 FAILED = 1  # the launcher's exit code when a killed worker stopped the server
 STOP_SIGNALS = {signal.SIGTERM, signal.SIGINT, signal.SIGQUIT}
+# What gunicorn 27's asgi worker handles on its loop, and the rest of what its arbiter
+# handles (a fork inherits those handlers).
+NOTED_SIGNALS = (*STOP_SIGNALS, signal.SIGUSR1, signal.SIGWINCH, signal.SIGABRT)
+RESET_SIGNALS = (signal.SIGHUP, signal.SIGUSR2, signal.SIGCHLD, signal.SIGTTIN,
+                 signal.SIGTTOU)
 
 
 class GunicornApp(BaseApplication):
@@ -80,16 +85,13 @@ class GunicornApp(BaseApplication):
         signal.signal(signal.SIGTERM, on_term)
 
     def post_fork(self, arbiter: Any, worker: Any) -> None:
-        """In a new worker: hold the stop signals until its loop runs. The worker sets
-        its handlers on the loop before it imports the app, and uvloop drops a signal
-        that arrives before the loop runs (measured: the handler never fires); a worker
-        stopped while it started then served on until the arbiter killed it after the
-        graceful timeout. Held, the signal waits and is handled once serving starts."""
+        """In a new worker: hold the stop signals until it has its own handlers (see
+        SignalsBeforeTheLoop): until then it has the arbiter's, whose queue nobody
+        reads in a worker."""
         signal.pthread_sigmask(signal.SIG_BLOCK, STOP_SIGNALS)
 
     def post_worker_init(self, worker: Any) -> None:
-        """In a worker, before it serves: restore the backlog once its servers exist,
-        and let in the stop signals held since the fork."""
+        """In a worker, before it serves: restore the backlog once its servers exist."""
         def listen_with_backlog() -> None:
             if not worker.servers:  # not yet created: look again on the next turn
                 worker.loop.call_later(POLL, listen_with_backlog)
@@ -99,7 +101,6 @@ class GunicornApp(BaseApplication):
                 sock.close()
 
         worker.loop.call_soon(listen_with_backlog)
-        worker.loop.call_soon(signal.pthread_sigmask, signal.SIG_UNBLOCK, STOP_SIGNALS)
 
     def worker_exit(self, arbiter: Any, worker: Any) -> None:
         """In a worker that leaves of its own accord."""
@@ -122,6 +123,36 @@ class GunicornApp(BaseApplication):
         self.failed = True
         arbiter.num_workers -= 1  # no replacement (gunicorn's TTOU, past its floor of 1)
         os.kill(os.getpid(), signal.SIGTERM)
+
+
+class SignalsBeforeTheLoop:
+    """For gunicorn's asgi worker: signals that arrive while it imports the app are
+    handled once its loop runs, not lost.
+
+    The worker adds its handlers to its event loop before it imports the app, and
+    uvloop drops a signal that arrives before the loop runs (measured: the handler
+    never fires; asyncio keeps it). A worker stopped while it started (a recycle, a
+    respawn) then served on until the arbiter killed it after the graceful timeout.
+    Here, plain handlers note what arrives until the loop's first turn, when the
+    worker's own handlers are set and what was noted is sent again. The stop signals
+    held since `post_fork` are let in once the notes are taken, before the app (and
+    any thread or process it starts, which would inherit the mask) is imported."""
+
+    def init_signals(self) -> None:
+        arrived: list[int] = []
+        for number in RESET_SIGNALS:  # the arbiter's handlers, inherited by the fork
+            signal.signal(number, signal.SIG_DFL)
+        for number in NOTED_SIGNALS:
+            signal.signal(number, lambda received, frame: arrived.append(received))
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, STOP_SIGNALS)
+        worker_init_signals = super().init_signals  # type: ignore[misc]
+
+        def on_the_loop() -> None:
+            worker_init_signals()
+            for number in arrived:
+                os.kill(os.getpid(), number)
+
+        self.loop.call_soon(on_the_loop)  # type: ignore[attr-defined]
 
 
 class WebSocketsOff:

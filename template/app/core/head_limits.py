@@ -288,7 +288,9 @@ def gunicorn_limits() -> type:
 def gunicorn_worker() -> type:
     from gunicorn.workers import gasgi
 
-    class GunicornWorker(gasgi.ASGIWorker):  # type: ignore[misc]
+    from app.core.gunicorn_app import SignalsBeforeTheLoop
+
+    class GunicornWorker(SignalsBeforeTheLoop, gasgi.ASGIWorker):  # type: ignore[misc]
         """gunicorn's asgi worker, its connections served by GunicornLimits."""
 
         def init_process(self) -> None:
