@@ -40,10 +40,16 @@ def _pinned(core_set: set[int] | None):  # a subprocess preexec_fn, or None
     return (lambda: os.sched_setaffinity(0, core_set)) if core_set else None
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
+def _free_ports(count: int) -> list[int]:
+    """`count` distinct free ports: each is held while the next is picked (picked one
+    at a time, the app and its metrics listener were once given the same one)."""
+    with contextlib.ExitStack() as held:
+        ports = []
+        for _ in range(count):
+            sock = held.enter_context(socket.socket())
+            sock.bind(("127.0.0.1", 0))
+            ports.append(sock.getsockname()[1])
+        return ports
 
 
 def answers(url: str) -> bool:
@@ -58,11 +64,11 @@ def answers(url: str) -> bool:
 @contextlib.contextmanager
 def booted(config: Config, server_cores: set[int] | None) -> Iterator[tuple[str, int]]:
     """The project's own launcher on a free port; yields (base URL, pid)."""
-    port = _free_port()
+    port, metrics_port = _free_ports(2)
     env = {**os.environ, "WEBSERVER_RELOAD": "false", "WEBSERVER_WORKERS": str(config.workers),
            "WEBSERVER_HTTP2": "false", "WEBSERVER_LOG_LEVEL": "warning",
            # Servers are up together: each its own metrics listener (docs/observability.md).
-           "WEBSERVER_METRICS_PORT": str(_free_port())}
+           "WEBSERVER_METRICS_PORT": str(metrics_port)}
     argv = [sys.executable, "-m", "app", "serve", "--engine", config.engine, "--loop",
             config.loop, "--http", config.http, "--host", "127.0.0.1", "--port", str(port)]
     process = subprocess.Popen(argv, env=env, stdout=subprocess.DEVNULL,
