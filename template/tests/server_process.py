@@ -122,3 +122,11 @@ def children(pid: int) -> list[int]:
                 if int(stat.rsplit(")", 1)[1].split()[1]) == pid:
                     found.append(int(entry))
     return found
+
+
+def running(pid: int) -> bool:
+    """Neither gone nor a zombie waiting for its parent to reap it."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    except FileNotFoundError:
+        return False

@@ -18,7 +18,7 @@ import pytest
 from app.core import loops
 from tests.drain import drive_and_terminate
 from tests.request_set import loop_for
-from tests.server_process import children, running_server
+from tests.server_process import children, running, running_server
 
 pytestmark = pytest.mark.slow
 GRACE = 10
@@ -111,13 +111,3 @@ def test_a_server_stopped_while_a_worker_starts_stops_in_time(engine: str) -> No
         log = server.output()
     print(f"{engine}: stopped {waited:.2f} s after SIGTERM")
     assert waited < GRACE, f"still running {GRACE} s after SIGTERM:\n{log[-3000:]}"
-
-
-def running(pid: int) -> bool:
-    """Neither gone nor a zombie waiting for its parent to reap it."""
-    try:
-        with open(f"/proc/{pid}/stat") as stat:
-            return stat.read().rsplit(")", 1)[1].split()[0] != "Z"
-    except FileNotFoundError:
-        return False
-
