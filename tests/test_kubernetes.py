@@ -24,6 +24,46 @@ def manifests(project: Path) -> dict[str, dict]:
             for doc in yaml.safe_load_all(path.read_text())}
 
 
+# Pod Security Standards, "restricted" profile (kubernetes.io/docs/concepts/security/
+# pod-security-standards), the controls that a pod template can break.
+RESTRICTED_VOLUMES = {"configMap", "csi", "downwardAPI", "emptyDir", "ephemeral",
+                      "persistentVolumeClaim", "projected", "secret"}
+
+
+def restricted_violations(pod: dict) -> list[str]:
+    found = []
+    context = pod.get("securityContext", {})
+    for key in ("hostNetwork", "hostPID", "hostIPC"):
+        if pod.get(key):
+            found.append(key)
+    for volume in pod.get("volumes", []):
+        kinds = set(volume) - {"name"}
+        if not kinds <= RESTRICTED_VOLUMES:
+            found.append(f"volume {volume['name']}: {kinds - RESTRICTED_VOLUMES}")
+    for container in [*pod.get("initContainers", []), *pod["containers"]]:
+        own = container.get("securityContext", {})
+        name = container["name"]
+        if own.get("privileged"):
+            found.append(f"{name}: privileged")
+        if own.get("allowPrivilegeEscalation") is not False:
+            found.append(f"{name}: allowPrivilegeEscalation is not false")
+        capabilities = own.get("capabilities", {})
+        if "ALL" not in capabilities.get("drop", []):
+            found.append(f"{name}: capabilities do not drop ALL")
+        if set(capabilities.get("add", [])) - {"NET_BIND_SERVICE"}:
+            found.append(f"{name}: adds capabilities")
+        if not own.get("runAsNonRoot", context.get("runAsNonRoot")):
+            found.append(f"{name}: runAsNonRoot is not true")
+        if own.get("runAsUser", context.get("runAsUser")) == 0:
+            found.append(f"{name}: runs as uid 0")
+        seccomp = own.get("seccompProfile", context.get("seccompProfile", {}))
+        if seccomp.get("type") not in ("RuntimeDefault", "Localhost"):
+            found.append(f"{name}: no RuntimeDefault or Localhost seccomp profile")
+        if any("hostPort" in port for port in container.get("ports", [])):
+            found.append(f"{name}: hostPort")
+    return found
+
+
 @pytest.mark.parametrize("answer_set", DEPLOY_ANSWER_SETS)
 def test_manifests_validate_and_follow_the_answers(copie, answer_set: str) -> None:
     answers, project = rendered(copie, DEPLOY_ANSWER_SETS[answer_set])
@@ -46,6 +86,8 @@ def test_manifests_validate_and_follow_the_answers(copie, answer_set: str) -> No
     container = pod["containers"][0]
     assert pod["securityContext"]["runAsUser"] == 10001 and pod["securityContext"]["runAsNonRoot"]
     assert container["securityContext"]["readOnlyRootFilesystem"] is True
+    assert restricted_violations(pod) == []
+    assert pod["automountServiceAccountToken"] is False  # the app calls no Kubernetes API
     assert container["ports"][0]["containerPort"] == answers["port"]
     # Metrics on their own port, announced to Prometheus's pod discovery, not in the Service.
     metrics_port = setting_specs.BY_NAME["metrics_port"].default

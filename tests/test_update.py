@@ -116,9 +116,10 @@ def release_version(source: str) -> Version:
 def register_in_custom(project: Path, setting: bool) -> None:
     """The user's middleware (and setting) in app/custom.py, where they go since 0.4.0."""
     custom = project / "app/custom.py"
-    text = (custom.read_text()
-            .replace("MIDDLEWARE: tuple[type, ...] = ()",
-                     "MIDDLEWARE: tuple[type, ...] = (UserHeaderMiddleware,)")
+    text = custom.read_text()
+    empty = next(line for line in ("MIDDLEWARE: tuple[type, ...] = ()",  # before 0.8.0
+                                   "MIDDLEWARE: tuple[object, ...] = ()") if line in text)
+    text = (text.replace(empty, empty.replace("()", "(UserHeaderMiddleware,)"))
             .replace("from pydantic_settings import BaseSettings, SettingsConfigDict\n",
                      "from pydantic_settings import BaseSettings, SettingsConfigDict\n\n"
                      "from app.middleware.user_header import UserHeaderMiddleware\n"))

@@ -11,7 +11,7 @@ from rich.table import Table
 from typer.core import TyperGroup
 
 from app.core import loops, matrix_markdown, tracing
-from app.core.config import PROJECT_SLUG, SettingsError, load_settings
+from app.core.config import PROJECT_SLUG, SettingsError, load_settings, unknown_settings
 from app.core.setting_specs import SETTINGS, SettingSpec
 
 cli = typer.Typer(
@@ -35,6 +35,8 @@ def serve(**flags: object) -> None:
         settings = load_settings(**flags)
     except SettingsError as error:
         refuse(str(error))
+    for note in unknown_settings()[1]:
+        typer.echo(f"Note: {note}.", err=True)
     if reason := tracing.refusal():  # the OTEL_* variables (docs/observability.md)
         refuse(reason)
     try:

@@ -8,15 +8,16 @@ from pathlib import Path
 
 from fastapi import APIRouter, FastAPI
 from fastapi.staticfiles import StaticFiles
+from starlette.middleware import Middleware
 
+from app import custom
 from app.api import demo, echo, health
 from app.core import tracing
 from app.core.config import PROJECT_NAME, get_settings
-from app.custom import MIDDLEWARE as CUSTOM_MIDDLEWARE
-from app.custom import customize
-from app.middleware import MIDDLEWARE
+from app.middleware import AROUND, WITHIN
 from app.middleware.access_log import access_log_layer
-from app.middleware.errors import configure_logging
+from app.middleware.cors import cors_layer
+from app.middleware.errors import ServerErrorMiddleware, configure_logging
 from app.middleware.metrics import MetricsMiddleware
 from app.middleware.start_headers import fused
 from app.middleware.tracing import TracingMiddleware
@@ -53,14 +54,34 @@ def routers() -> list[APIRouter]:
     return [*TEMPLATE_ROUTERS, *discovered_routers()]
 
 
-def create_app(middleware: Sequence[type] | None = None,
+def middleware_layers(yours: Sequence[object] | None = None) -> tuple[object, ...]:
+    """The whole stack, outermost first (app/middleware/__init__.py says why): metrics
+    and the span, the request id, its access line, the headers every answer carries,
+    CORS (WEBSERVER_CORS_ORIGINS), yours, then the template's refusals and 500s. A 500
+    raised by a middleware of yours is answered just outside it, still with CORS."""
+    yours = custom.MIDDLEWARE if yours is None else yours
+    guard = (ServerErrorMiddleware,) if yours else ()
+    return (*observability_layers(), *AROUND[:1], *access_log_layer(), *AROUND[1:],
+            *cors_layer(), *guard, *yours, *WITHIN)
+
+
+def as_middleware(layer: object) -> Middleware:
+    """A class or factory, or a Middleware(cls, **options) as Starlette's docs write it."""
+    return layer if isinstance(layer, Middleware) else Middleware(layer)  # type: ignore[arg-type]
+
+
+def create_app(middleware: Sequence[object] | None = None,
                user_routers: Sequence[APIRouter] | None = None) -> FastAPI:
-    """The app. `bench app` replaces the default middleware stack (`middleware`) and
-    your routers from app/routes/ (`user_routers`) to compare variants."""
+    """The app. `bench app` replaces the middleware stack (`middleware`) and your routers
+    from app/routes/ (`user_routers`) to compare variants."""
     settings = get_settings()
     # The app's lines on stderr, as the engines', text or JSON (app/core/logs.py).
     configure_logging(settings.log_level, settings.log_format)
-    app = FastAPI(title=PROJECT_NAME, **({} if settings.api_docs else NO_DOCS), **NO_TELEMETRY)
+    layers = middleware_layers() if middleware is None else middleware
+    # Header-only middleware next to each other run as one layer (start_headers.py).
+    app = FastAPI(title=PROJECT_NAME, lifespan=getattr(custom, "lifespan", None),
+                  middleware=[as_middleware(layer) for layer in fused(layers)],
+                  **({} if settings.api_docs else NO_DOCS), **NO_TELEMETRY)
     # Every router included the FastAPI way, the template's as yours: dependencies,
     # responses, OpenAPI and body limits behave as FastAPI documents them
     # (tests/test_routing.py compares the app with a plain FastAPI one).
@@ -69,14 +90,5 @@ def create_app(middleware: Sequence[type] | None = None,
     app.mount("/static", StaticFiles(directory=STATIC_DIR), name="static")
     for router in discovered_routers() if user_routers is None else user_routers:
         app.include_router(router)
-    # add_middleware wraps: add the innermost first so MIDDLEWARE[0] is outermost. The
-    # access log sits inside the request id (MIDDLEWARE[0]), whose id it writes, and
-    # the span (observability_layers), whose trace id it writes.
-    # Header-only middleware next to each other run as one layer (start_headers.py).
-    layers = middleware if middleware is not None else (
-        *observability_layers(), *MIDDLEWARE[:1], *access_log_layer(), *MIDDLEWARE[1:],
-        *CUSTOM_MIDDLEWARE)
-    for middleware in reversed(fused(layers)):
-        app.add_middleware(middleware)  # type: ignore[arg-type]
-    customize(app)
+    custom.customize(app)
     return app

@@ -371,16 +371,17 @@ def test_an_idle_websocket_is_closed_and_a_busy_one_is_not(capped: Served) -> No
 
 
 @slow
-def test_websockets_past_the_cap_get_503(capped: Served) -> None:
+def test_websockets_past_the_cap_are_refused_alike(capped: Served) -> None:
     with contextlib.ExitStack() as stack:
         opened = [stack.enter_context(connect(ws_url(capped), open_timeout=5))
                   for _ in range(WS_CAP)]
         with pytest.raises(InvalidStatus) as refused:
             connect(ws_url(capped), open_timeout=5)
-        # gunicorn 27's asgi worker offers no denial response: a close before the
-        # accept, which it answers 403.
-        assert refused.value.response.status_code == (
-            403 if capped.engine == "gunicorn" else 503)
+        # A close before the accept, which every engine answers 403 with no body
+        # (app/middleware/websocket_limits.py).
+        assert refused.value.response.status_code == 403
+        assert refused.value.response.body == b""
+        assert "upgrade" not in refused.value.response.headers
         opened[0].close()
         time.sleep(0.3)
         with connect(ws_url(capped), open_timeout=5) as again:  # a place came free

@@ -153,11 +153,45 @@ def test_a_misspelled_app_setting_is_refused_as_a_server_one_is(
     monkeypatch.delenv("APP_GREETNG", raising=False)
     given("APP_GREETING")
     assert config.unknown_settings_refusal() is None
-    given("APP_SHOUTING_LOUDLY")
-    assert config.unknown_settings_refusal() == (
-        f"APP_SHOUTING_LOUDLY (in {source}) is not a setting of this service; "
-        "declare it on AppSettings in app/custom.py."
-    )
+    given("APP_SHOUTING_LOUDLY")  # resembles no setting: noted, not refused
+    assert config.unknown_settings() == (None, [
+        f"APP_SHOUTING_LOUDLY (in {source}) is not a setting of this service and is "
+        "ignored; to use it, declare it on AppSettings in app/custom.py"])
+
+
+def test_an_unknown_app_name_like_none_is_one_note_and_the_service_starts(
+    app_settings: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A platform may inject APP_ENV=production: a note, then the server starts."""
+    started = []
+    monkeypatch.setattr(server, "serve", lambda *_: started.append(True))
+    for name, value in {**WORKING_SETTINGS, "APP_ENV": "production"}.items():
+        monkeypatch.setenv(name, value)
+    result = CliRunner().invoke(cli, ["serve", "--port", str(free_port())])
+    assert result.exit_code == 0, result.output
+    assert started == [True]
+    assert result.stderr == (
+        "Note: APP_ENV (in the environment) is not a setting of this service and is "
+        "ignored; to use it, declare it on AppSettings in app/custom.py.\n")
+
+
+class PagedSettings(BaseSettings):
+    model_config = SettingsConfigDict(env_prefix="APP_", env_file=".env", extra="ignore")
+    page_size: int = 20
+
+
+def test_a_bad_value_of_an_app_setting_is_one_sentence_and_exit_2(
+    app_settings: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(custom, "AppSettings", PagedSettings)
+    monkeypatch.setattr(server, "serve", lambda *_: pytest.fail("the server was started"))
+    for name, value in {**WORKING_SETTINGS, "APP_PAGE_SIZE": "fifty"}.items():
+        monkeypatch.setenv(name, value)
+    result = CliRunner().invoke(cli, ["serve", "--port", str(free_port())])
+    assert result.exit_code == 2, result.output
+    assert result.stderr.startswith("Cannot start: APP_PAGE_SIZE='fifty' is refused: ")
+    assert "integer" in result.stderr
+    assert len(result.stderr.strip().splitlines()) == 1
 
 
 def test_serve_refuses_a_misspelled_app_setting_with_exit_2(

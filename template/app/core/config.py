@@ -109,6 +109,34 @@ class Settings(_Declared):  # type: ignore[misc, valid-type]
                 raise ValueError(_proxy_refusal(item)) from None
         return ",".join(items)  # the form the middleware reads, spaces dropped
 
+    @field_validator("root_path")
+    @classmethod
+    def _a_path_prefix(cls, value: str) -> str:
+        prefix = value.strip().rstrip("/")
+        if prefix and not is_path_prefix(prefix):
+            raise ValueError(
+                "give a path that starts with a single / and holds no spaces, ? or #, "
+                "such as /api, or nothing"
+            )
+        return prefix
+
+    @field_validator("cors_origins")
+    @classmethod
+    def _origins(cls, value: str) -> str:
+        """What a browser sends in Origin: scheme://host[:port], no path."""
+        items = [part.strip().rstrip("/") for part in value.split(",") if part.strip()]
+        if items == ["*"]:
+            return "*"
+        for item in items:
+            scheme, _, rest = item.partition("://")
+            if item == "*" or scheme not in ("http", "https") or not rest or "/" in rest:
+                raise ValueError(
+                    f"{item!r} is not an origin: give origins as a browser sends them "
+                    "(https://app.example.com, http://localhost:3000) separated by "
+                    "commas, or * by itself"
+                )
+        return ",".join(items)
+
     @property
     def resolved_loop(self) -> str:
         return loops.resolve(self.engine, self.loop)
@@ -116,6 +144,13 @@ class Settings(_Declared):  # type: ignore[misc, valid-type]
     @property
     def resolved_http(self) -> str:
         return loops.resolve_http(self.engine, self.http)
+
+
+def is_path_prefix(prefix: str) -> bool:
+    """`/api`, `/team/api`: what WEBSERVER_ROOT_PATH and X-Forwarded-Prefix may be (a
+    leading // would read as another host in a Location header)."""
+    return (prefix.startswith("/") and not prefix.startswith("//") and prefix.isascii()
+            and prefix.isprintable() and not any(char in prefix for char in " ?#\\"))
 
 
 def _proxy_refusal(item: str) -> str:
@@ -138,15 +173,15 @@ _DECLARED_ERRORS = ("_parsing", "_type", "greater_than", "less_than", "literal_e
                     "int_from_float", "finite_number")
 
 
-def describe(error: ValidationError) -> str:
+def describe(error: ValidationError, prefix: str = ENV_PREFIX) -> str:
     sentences = []
     for item in error.errors():
         message = str(item["msg"]).removeprefix("Value error, ")
         if item["loc"]:
-            spec = BY_NAME.get(str(item["loc"][0]))
+            spec = BY_NAME.get(str(item["loc"][0])) if prefix == ENV_PREFIX else None
             if spec and spec.wanted() and any(part in item["type"] for part in _DECLARED_ERRORS):
                 message = spec.wanted()
-            name = f"{ENV_PREFIX}{str(item['loc'][0]).upper()}"
+            name = f"{prefix}{str(item['loc'][0]).upper()}"
             message = f"{name}={item['input']!r} is refused: {message[0].lower()}{message[1:]}."
         sentences.append(message)
     return " ".join(sentences)
@@ -164,6 +199,9 @@ class _Prefix:
     names: tuple[str, ...]  # every name it reads, upper case
     nested: str | None  # pydantic-settings' env_nested_delimiter, if any
     elsewhere: str  # where to look when no known name is close
+    # An unknown name close to none of its names: refused (the server's, whose every
+    # name is known), or only noted (the app's: a platform may inject APP_ENV).
+    strict: bool = True
 
 
 def _app_prefix() -> _Prefix | None:
@@ -187,7 +225,7 @@ def _app_prefix() -> _Prefix | None:
         names += [str(choice.path[0] if isinstance(choice, AliasPath) else choice).upper()
                   for choice in choices] or [f"{prefix}{name.upper()}"]
     return _Prefix(prefix, tuple(names), config.get("env_nested_delimiter"),
-                   "declare it on AppSettings in app/custom.py")
+                   "declare it on AppSettings in app/custom.py", strict=False)
 
 
 def _prefixes() -> list[_Prefix]:
@@ -196,8 +234,10 @@ def _prefixes() -> list[_Prefix]:
     return [ours, app] if app else [ours]
 
 
-def unknown_name_refusal(name: str, source: str, family: _Prefix | None = None) -> str | None:
-    """Why a name with a settings prefix is not a setting (renamed, or a typo), or None."""
+def unknown_name_refusal(name: str, source: str, family: _Prefix | None = None, *,
+                         guessed_only: bool = False) -> str | None:
+    """Why a name with a settings prefix is not a setting (renamed, or a typo), or None;
+    with `guessed_only`, None also when it was neither renamed nor resembles a name."""
     family = family or _prefixes()[0]
     upper = name.upper()
     if family.nested and family.nested.upper() in upper:
@@ -213,23 +253,51 @@ def unknown_name_refusal(name: str, source: str, family: _Prefix | None = None) 
     # Compared without the prefix, which every name shares and would make all look alike.
     suffixes = {known.removeprefix(family.prefix): known for known in family.names}
     close = difflib.get_close_matches(upper.removeprefix(family.prefix), suffixes, n=1)
+    if guessed_only and not close:
+        return None
     hint = f"did you mean {suffixes[close[0]]}?" if close else f"{family.elsewhere}."
     return f"{name} (in {source}) is not a setting of this service; {hint}"
 
 
-def unknown_settings_refusal(env_file: str | Path = ENV_FILE) -> str | None:
+def unknown_settings(env_file: str | Path = ENV_FILE) -> tuple[str | None, list[str]]:
     """A misspelled or renamed WEBSERVER_* or APP_* name would be ignored silently:
-    refuse it, the same way for the server's settings and the app's."""
+    (the sentence refusing the first one, the notes on APP_* names that resemble none
+    of AppSettings' and are ignored)."""
     given = [(name, "the environment") for name in os.environ]
     if Path(env_file).is_file():
         given += [(name, str(env_file)) for name in dotenv_values(env_file)]
     families = _prefixes()
+    notes = []
     for name, source in given:
         for family in families:
             if name.upper().startswith(family.prefix):
-                reason = unknown_name_refusal(name, source, family)
+                reason = unknown_name_refusal(name, source, family,
+                                              guessed_only=not family.strict)
                 if reason:
-                    return reason
+                    return reason, notes
+                if unknown_name_refusal(name, source, family):
+                    notes.append(f"{name} (in {source}) is not a setting of this service "
+                                 f"and is ignored; to use it, {family.elsewhere}")
+    return None, notes
+
+
+def unknown_settings_refusal(env_file: str | Path = ENV_FILE) -> str | None:
+    return unknown_settings(env_file)[0]
+
+
+def app_settings_refusal() -> str | None:
+    """A value of yours (AppSettings in app/custom.py) that does not parse, said before
+    anything starts, as the server's are."""
+    from app import custom
+
+    app_settings = getattr(custom, "AppSettings", None)
+    if app_settings is None:
+        return None
+    try:
+        app_settings()
+    except ValidationError as error:
+        prefix = str(app_settings.model_config.get("env_prefix") or "").upper()
+        return describe(error, prefix)
     return None
 
 
@@ -282,7 +350,7 @@ def env_file_refusal(env_file: str | Path = ENV_FILE) -> str | None:
 
 def load_settings(**overrides: object) -> Settings:
     """Settings with command-line overrides on top; SettingsError when one cannot work."""
-    reason = env_file_refusal() or unknown_settings_refusal()
+    reason = env_file_refusal() or unknown_settings_refusal() or app_settings_refusal()
     if reason:
         raise SettingsError(reason)
     given = {key: value for key, value in overrides.items() if value is not None}

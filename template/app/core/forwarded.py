@@ -1,4 +1,4 @@
-"""X-Forwarded-For and X-Forwarded-Proto from trusted proxies, the same on every engine.
+"""X-Forwarded-For, -Proto and -Prefix from trusted proxies, the same on every engine.
 
 The launcher puts this in front of the app (create_served_app), so a forwarded request
 gets the same answer whichever engine serves it (granian has no option of its own).
@@ -7,6 +7,13 @@ A forwarded client is believed only when it is an IP address: from a trusted pro
 log's client. Walking X-Forwarded-For from the right, each trusted proxy is skipped and
 the first other address is the client; an entry that is not an address ends the walk
 and the request keeps its peer's address (the proxy's), as nginx's realip module does.
+
+The path prefix a proxy serves the app under (WEBSERVER_ROOT_PATH, or a trusted
+proxy's X-Forwarded-Prefix, which wins) becomes the ASGI `root_path`, and the path
+is given it in front unless it has it already (a proxy that does not strip it), as
+uvicorn's own `root_path` does: routing takes it off again, and `url_for`,
+redirects, static files and the API docs put it back. A prefix that is not a plain
+path (`//evil.example`, a `?`) is ignored.
 """
 
 from __future__ import annotations
@@ -15,6 +22,8 @@ import ipaddress
 from functools import lru_cache
 
 from starlette.types import ASGIApp, Receive, Scope, Send
+
+from app.core.config import is_path_prefix
 
 SCHEMES = {"http": "http", "https": "https", "ws": "http", "wss": "https"}
 WEBSOCKET_SCHEMES = {"http": "ws", "https": "wss"}
@@ -76,23 +85,32 @@ class TrustedProxies:
 
 
 class ForwardedHeadersMiddleware:
-    def __init__(self, app: ASGIApp, trusted_proxies: str) -> None:
+    def __init__(self, app: ASGIApp, trusted_proxies: str, root_path: str = "") -> None:
         self.app = app
         self.trusted = TrustedProxies(trusted_proxies)
+        self.root_path = root_path
 
     def __call__(self, scope: Scope, receive: Receive, send: Send):  # -> the app's awaitable
-        peer = scope.get("client")
-        if scope["type"] in ("http", "websocket") and peer and self.trusted.trusts(peer[0]):
-            self.apply(scope)
+        kind = scope["type"]
+        if kind in ("http", "websocket"):
+            peer = scope.get("client")
+            prefix = self.root_path
+            if peer and self.trusted.trusts(peer[0]):
+                prefix = self.apply(scope) or prefix
+            if prefix:
+                with_prefix(scope, prefix)
         return self.app(scope, receive, send)
 
-    def apply(self, scope: Scope) -> None:
-        proto = forwarded_for = None
+    def apply(self, scope: Scope) -> str | None:
+        """Believe the forwarded headers; the forwarded prefix, if any."""
+        proto = forwarded_for = prefix = None
         for name, value in scope["headers"]:
             if name == b"x-forwarded-proto":
                 proto = value
             elif name == b"x-forwarded-for":
                 forwarded_for = value if forwarded_for is None else forwarded_for + b"," + value
+            elif name == b"x-forwarded-prefix" and prefix is None:
+                prefix = value
         if proto is not None:
             scheme = SCHEMES.get(proto.decode("latin-1").strip().lower())
             if scheme is not None:
@@ -102,3 +120,17 @@ class ForwardedHeadersMiddleware:
             client = self.trusted.client(forwarded_for.decode("latin-1"))
             if client is not None:
                 scope["client"] = client
+        if prefix is not None:
+            text = prefix.decode("latin-1").partition(",")[0].strip().rstrip("/")
+            return text if is_path_prefix(text) else None
+        return None
+
+
+def with_prefix(scope: Scope, prefix: str) -> None:
+    scope["root_path"] = prefix
+    path = scope["path"]
+    if path != prefix and not path.startswith(prefix + "/"):
+        scope["path"] = prefix + path
+        raw = scope.get("raw_path")
+        if raw is not None:
+            scope["raw_path"] = prefix.encode("latin-1") + raw

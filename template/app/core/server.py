@@ -27,6 +27,9 @@ UVICORN_WS_PING_TIMEOUT = 20.0
 GRANIAN_RSS_SAMPLE_SECONDS = 5
 APP_DIR = Path(__file__).resolve().parents[1]
 DRAIN_TIMEOUT = 5.0
+# uvicorn's and gunicorn's default, kept when WEBSERVER_WS_MAX_MESSAGE_SIZE=0; granian
+# has no such setting (app/middleware/websocket_limits.py checks each message instead).
+ENGINE_WS_MAX_MESSAGE_SIZE = 16 * 1024 * 1024
 
 
 def startup_line(settings: Settings, loop: str) -> str:
@@ -59,7 +62,8 @@ def create_served_app(app: ASGIApp | None = None) -> ASGIApp:
     settings = get_settings()
     if settings.engine == "granian":
         drain.refuse_on_signal(settings.port)  # each worker has its own listener
-    proxied = ForwardedHeadersMiddleware(app or create_app(), settings.trusted_proxies)
+    proxied = ForwardedHeadersMiddleware(app or create_app(), settings.trusted_proxies,
+                                         settings.root_path)
     if settings.metrics == "path":  # answered before the app, as the probes are
         proxied = metrics.MetricsPathMiddleware(proxied)
     if settings.engine == "gunicorn" and not settings.websockets:
@@ -151,6 +155,7 @@ def uvicorn_config(settings: Settings, loop: str):  # -> uvicorn.Config
         timeout_keep_alive=settings.keepalive_timeout,
         timeout_graceful_shutdown=settings.graceful_timeout,
         proxy_headers=False,  # applied by create_served_app, as under granian
+        ws_max_size=settings.ws_max_message_size or ENGINE_WS_MAX_MESSAGE_SIZE,
         ws_ping_interval=settings.ws_ping_interval or None,
         ws_ping_timeout=UVICORN_WS_PING_TIMEOUT if settings.ws_ping_interval else None,
     )
@@ -270,6 +275,8 @@ def gunicorn_options(settings: Settings, loop: str) -> dict[str, object]:
         # may open cleartext HTTP/2 (gunicorn answers h2c to those alone).
         "secure_scheme_headers": {},
         "forwarded_allow_ips": settings.trusted_proxies,
+        "websocket_max_message_size": (settings.ws_max_message_size
+                                       or ENGINE_WS_MAX_MESSAGE_SIZE),
         "http_protocols": "h2,h1" if settings.http2 else "h1",
         "http2_cleartext": "both" if settings.http2 else "off",
         # Its control socket would go in $HOME/.gunicorn, which the image's user lacks

@@ -135,8 +135,11 @@ SETTINGS: tuple[SettingSpec, ...] = (
     SettingSpec("ws_idle_timeout", int, 60,
                 "seconds a WebSocket may stay silent both ways (then closed), 0 = none",
                 0, 86_400),
+    SettingSpec("ws_max_message_size", int, 1_048_576,
+                "largest WebSocket message in bytes (closed with 1009 above), 0 = the "
+                "engine's own (about 16 MiB)", 0, 17_179_869_184),
     SettingSpec("ws_max_connections", int, 1000,
-                "open WebSockets per worker (503 above), 0 = none", 0, 1_000_000),
+                "open WebSockets per worker (refused above), 0 = none", 0, 1_000_000),
     SettingSpec("worker_max_requests", int, 0,
                 "recycle a worker after this many requests, plus up to 10 % jitter, "
                 "0 = never (uvicorn, gunicorn)", 0, 100_000_000),
@@ -162,7 +165,14 @@ SETTINGS: tuple[SettingSpec, ...] = (
                 "port of the metrics listener (WEBSERVER_METRICS=port), on WEBSERVER_HOST",
                 1, 65535),
     SettingSpec("trusted_proxies", str, "127.0.0.1",
-                "proxies whose X-Forwarded-For/-Proto are believed: addresses, networks or *"),
+                "proxies whose X-Forwarded-For/-Proto/-Prefix are believed: addresses, "
+                "networks or *"),
+    SettingSpec("root_path", str, "",
+                "path prefix a proxy serves this under (/api), for url_for, redirects and "
+                "the docs; a trusted proxy's X-Forwarded-Prefix sets it per request"),
+    SettingSpec("cors_origins", str, "",
+                "browser origins that may call the API (CORS), on every answer: "
+                "https://app.example.com, several separated by commas, or *; empty = none"),
     SettingSpec("allowed_hosts", str, "localhost,127.0.0.1,::1",
                 "hosts a request may name (Host), others get 400: names, *.example.com, "
                 "or *"),

@@ -13,9 +13,14 @@ from app.middleware.security_headers import SecurityHeadersMiddleware
 from app.middleware.timing import TimingMiddleware
 from app.middleware.websocket_limits import WebSocketLimitsMiddleware
 
-# Outermost first. Refusals (a host not allowed, a request over its limits) and 500s
-# are answered inside the request id and the security headers (and the access log,
-# which create_app puts after the request id), so they carry both and get their line.
-MIDDLEWARE = (RequestIdMiddleware, TimingMiddleware, SecurityHeadersMiddleware,
-              AllowedHostsMiddleware, ServerErrorMiddleware, RequestLimitsMiddleware,
-              WebSocketLimitsMiddleware)
+# Outermost first, in two parts; create_app puts the access log after the request id,
+# and your middleware (MIDDLEWARE in app/custom.py) between the two parts:
+# - AROUND: the request id and the headers every answer carries, around everything;
+# - WITHIN: the template's refusals (a host not allowed, a request over its limits) and
+#   500s, inside yours, so a CORS, GZip or BaseHTTPMiddleware of yours gets them as
+#   it gets your routes' answers, and a refusal raised while a route reads the body
+#   is answered before it could cross a middleware of yours.
+AROUND = (RequestIdMiddleware, TimingMiddleware, SecurityHeadersMiddleware)
+WITHIN = (AllowedHostsMiddleware, ServerErrorMiddleware, RequestLimitsMiddleware,
+          WebSocketLimitsMiddleware)
+MIDDLEWARE = (*AROUND, *WITHIN)

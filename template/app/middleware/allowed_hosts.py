@@ -5,9 +5,10 @@ Host: Starlette builds absolute URLs from the Host header (the redirect from /he
 to /health/, `url_for`), so a forged one would put another host in a Location header,
 and a page that reached this service by DNS rebinding names its own host. A request
 naming a host that is not allowed, or none (an HTTP/1.0 client; granian hands the app
-an empty Host then), gets 400 before any route runs, as Starlette's TrustedHost
-middleware answers. /livez and /readyz are answered before the app
-(app/core/probes.py), whatever host a probe names, or none.
+an empty Host then), or two Host headers (which uvicorn and granian pass on; RFC
+9112 says 400, and a check and a URL could read different ones), gets 400 before any
+route runs, as Starlette's TrustedHost middleware answers. /livez and /readyz are
+answered before the app (app/core/probes.py), whatever host a probe names, or none.
 
 Origin: no same-origin policy stops a page of another site from opening a WebSocket
 with the user's cookies; the browser only says which page asks, in Origin. A
@@ -23,6 +24,7 @@ from collections.abc import Awaitable
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from app.core.config import get_settings
+from app.middleware import websocket_limits
 
 ANY = "*"
 SELF = "self"
@@ -79,18 +81,20 @@ class AllowedHostsMiddleware:
         # A plain function handing back the app's awaitable: no coroutine per request.
         kind = scope["type"]
         if kind == "http":
-            if not self.any_host:
-                host = None
-                for name, value in scope["headers"]:
-                    if name == b"host":
-                        host = value
-                        break
-                if host is None or not self.host_allowed(host):
-                    return refuse_host(send)
+            host = None
+            for name, value in scope["headers"]:
+                if name == b"host":
+                    if host is not None:  # two Host headers: RFC 9112 says 400
+                        return refuse_host(send)
+                    host = value
+            if not self.any_host and (host is None or not self.host_allowed(host)):
+                return refuse_host(send)
         elif kind == "websocket":
             host = origin = None
             for name, value in scope["headers"]:
                 if name == b"host":
+                    if host is not None:
+                        return refuse_websocket(send)
                     host = value
                 elif name == b"origin":
                     origin = value
@@ -107,6 +111,5 @@ async def refuse_host(send: Send) -> None:
     await send({"type": "http.response.body", "body": REFUSAL})
 
 
-async def refuse_websocket(send: Send) -> None:
-    # A close before the accept: both engines answer the handshake with 403.
-    await send({"type": "websocket.close", "code": 1008})
+def refuse_websocket(send: Send) -> Awaitable[None]:
+    return websocket_limits.refuse(send, websocket_limits.POLICY)

@@ -37,6 +37,7 @@ from typing import Any
 from starlette.exceptions import HTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from app.core.body_limits import BodyLimit
 from app.core.config import get_settings
 
 MAX_HEADERS = 100  # granian's (hyper's), zttp's and gunicorn's own cap, not a setting
@@ -75,10 +76,25 @@ async def answer(send: Send, kind: Refusal) -> None:
 
 class RequestLimitsMiddleware:
     def __init__(self, app: ASGIApp) -> None:
+        from app import custom  # here: your middleware modules may import this one
+
         self.app = app
         settings = get_settings()
         self.max_body: int | None = settings.max_body_size or None
         self.timeout: float | None = settings.body_timeout or None
+        # Older projects' custom.py has no BODY_LIMITS (app/core/body_limits.py).
+        self.routes: tuple[BodyLimit, ...] = tuple(getattr(custom, "BODY_LIMITS", ()))
+
+    def limits(self, scope: Scope) -> tuple[int | None, float | None]:
+        """The body size and time for this request: a route's own, or the settings'."""
+        if self.routes:
+            path, root = scope["path"], scope.get("root_path", "")
+            if root and path.startswith(root):
+                path = path[len(root):]
+            for route in self.routes:
+                if route.matches(path):
+                    return route.max_size or None, route.timeout or None
+        return self.max_body, self.timeout
 
     def __call__(self, scope: Scope, receive: Receive, send: Send) -> Awaitable[None]:
         # A plain function handing back the app's awaitable when there is no body.
@@ -95,6 +111,7 @@ class RequestLimitsMiddleware:
         return self.app(scope, receive, send)  # HTTP/1 without either: no body
 
     def with_body(self, scope: Scope, receive: Receive, send: Send) -> Awaitable[None]:
+        max_body, timeout = self.limits(scope)
         length = None
         chunked = False
         for name, value in scope["headers"]:
@@ -108,16 +125,16 @@ class RequestLimitsMiddleware:
             except ValueError:  # the engines refuse it first
                 size = None
             if size is not None:
-                if self.max_body is not None and size > self.max_body:
+                if max_body is not None and size > max_body:
                     return answer(send, TOO_LARGE)  # not a byte of it read
-                if size == 0 or self.timeout is None:  # the engine keeps to the length
+                if size == 0 or timeout is None:  # the engine keeps to the length
                     return self.app(scope, receive, send)
-                return self.guarded(scope, receive, send, None, chunked=False)
-        return self.guarded(scope, receive, send, self.max_body, chunked=chunked)
+                return self.guarded(scope, receive, send, None, timeout, chunked=False)
+        return self.guarded(scope, receive, send, max_body, timeout, chunked=chunked)
 
     async def guarded(self, scope: Scope, receive: Receive, send: Send, limit: int | None,
-                      *, chunked: bool) -> None:
-        body = Body(receive, limit, self.timeout, chunked)
+                      timeout: float | None, *, chunked: bool) -> None:
+        body = Body(receive, limit, timeout, chunked)
         started = False
 
         def watched(message: Message) -> Awaitable[None]:

@@ -9,9 +9,19 @@ took 131 MB under uvicorn and 349 MB under granian, and stayed. Here, in the app
   no message went either way for this many seconds is closed with code 1001 (going
   away), and the app receives a disconnect. An app that only sends is never idle.
 - WEBSERVER_WS_MAX_CONNECTIONS: a handshake past this many open WebSockets in the
-  worker (each worker counts its own) is answered 503, through the denial response
-  uvicorn and granian offer (`websocket.http.response`); gunicorn 27's asgi worker
-  offers none, and answers the close sent instead, before the accept, with 403.
+  worker (each worker counts its own) is refused (below), with close code 1013.
+
+- WEBSERVER_WS_MAX_MESSAGE_SIZE: a message larger than this closes the connection with
+  1009 (message too big). uvicorn and gunicorn are given the cap and close before they
+  hold more than it (app/core/server.py); granian has no such setting and reads a
+  whole message before the app sees it, so there the app closes after it arrived
+  (its memory was held once): docs/security.md.
+- A refusal before the accept (an HTTPException in a dependency, the cap above, the
+  Origin check) is the same on every engine: a close before the accept, which each
+  answers 403 with no body. A denial response (`websocket.http.response`, what
+  FastAPI sends for an HTTPException) would differ: gunicorn 27 has none, granian 2.8
+  sends it with the upgrade headers of a 101, and uvicorn logs an ERROR after it. A
+  browser shows a page neither the status nor the body of a refused handshake.
 
 HTTP requests pass through untouched: a type check.
 """
@@ -27,8 +37,11 @@ from app.core.config import get_settings
 
 GOING_AWAY = 1001
 TRY_AGAIN_LATER = 1013
-DENIAL = "websocket.http.response"
-BUSY = b'{"detail":"Too many WebSocket connections"}'
+DENIAL = "websocket.http.response."
+
+
+TOO_BIG = 1009
+POLICY = 1008
 
 
 class WebSocketLimitsMiddleware:
@@ -39,6 +52,7 @@ class WebSocketLimitsMiddleware:
         settings = get_settings()
         self.idle: float | None = settings.ws_idle_timeout or None
         self.cap: int | None = settings.ws_max_connections or None
+        self.max_message: int | None = settings.ws_max_message_size or None
 
     def __call__(self, scope: Scope, receive: Receive, send: Send) -> Awaitable[None]:
         # A plain function handing back the app's awaitable for HTTP.
@@ -49,61 +63,84 @@ class WebSocketLimitsMiddleware:
     async def limited(self, scope: Scope, receive: Receive, send: Send) -> None:
         counter = WebSocketLimitsMiddleware
         if self.cap is not None and counter.open_connections >= self.cap:
-            await refuse(scope, send)
+            await refuse(send, TRY_AGAIN_LATER)
             return
         counter.open_connections += 1
         try:
-            if self.idle is None:
-                await self.app(scope, receive, send)
-            else:
-                watched = IdleWatch(receive, send, self.idle)
-                await self.app(scope, watched.receive, watched.send)
+            watched = Watched(receive, send, idle=self.idle, max_message=self.max_message)
+            await self.app(scope, watched.receive, watched.send)
         finally:
             counter.open_connections -= 1
 
 
-async def refuse(scope: Scope, send: Send) -> None:
-    if DENIAL in scope.get("extensions", {}):
-        await send({"type": "websocket.http.response.start", "status": 503, "headers": [
-            (b"content-type", b"application/json"),
-            (b"content-length", b"%d" % len(BUSY)), (b"retry-after", b"5")]})
-        await send({"type": "websocket.http.response.body", "body": BUSY})
-    else:
-        await send({"type": "websocket.close", "code": TRY_AGAIN_LATER})
+async def refuse(send: Send, code: int) -> None:
+    """Refuse a handshake: a close before the accept, answered 403 by every engine."""
+    await send({"type": "websocket.close", "code": code})
 
 
-class IdleWatch:
-    """`receive` and `send` noting each message; `receive` gives up once idle."""
+def too_big(message: Message, cap: int) -> bool:
+    data = message.get("bytes")
+    if data is not None:
+        return len(data) > cap
+    text = message.get("text") or ""  # a character is 1-4 bytes: encode only when it counts
+    return len(text) > cap or (4 * len(text) > cap and len(text.encode()) > cap)
 
-    __slots__ = ("closed", "last", "loop", "seconds", "upstream_receive", "upstream_send")
 
-    def __init__(self, receive: Receive, send: Send, seconds: float) -> None:
+class Watched:
+    """`receive` and `send` of one WebSocket: the idle time, the message size, and a
+    denial response turned into the refusal every engine gives alike."""
+
+    __slots__ = ("accepted", "closed", "idle", "last", "loop", "max_message",
+                 "upstream_receive", "upstream_send")
+
+    def __init__(self, receive: Receive, send: Send, *, idle: float | None,
+                 max_message: int | None) -> None:
         self.upstream_receive = receive
         self.upstream_send = send
-        self.seconds = seconds
+        self.idle = idle
+        self.max_message = max_message
+        self.accepted = False
         self.loop = asyncio.get_running_loop()
         self.last = self.loop.time()
         self.closed = False
 
     async def send(self, message: Message) -> None:
-        if self.closed:  # closed for idleness: the app's own close has nothing to do
+        if self.closed:  # closed here (idle, too big): the app's own close has nothing to do
             return
+        kind = message["type"]
+        if not self.accepted:
+            if kind.startswith(DENIAL):  # the start becomes the refusal; its body goes
+                if kind == "websocket.http.response.start":
+                    await refuse(self.upstream_send, POLICY)
+                return
+            self.accepted = kind == "websocket.accept"
         self.last = self.loop.time()
         await self.upstream_send(message)
 
     async def receive(self) -> Message:
+        message = await self.received()
+        if (self.max_message is not None and message["type"] == "websocket.receive"
+                and too_big(message, self.max_message)):
+            return await self.close(TOO_BIG, "message too big")
+        return message
+
+    async def received(self) -> Message:
+        if self.idle is None:
+            return await self.upstream_receive()
         while not self.closed:
-            deadline = self.last + self.seconds
+            deadline = self.last + self.idle
             try:
                 async with asyncio.timeout_at(deadline):
                     message = await self.upstream_receive()
             except TimeoutError:
-                if self.last + self.seconds > deadline:
+                if self.last + self.idle > deadline:
                     continue  # the app sent something meanwhile: wait on
-                self.closed = True
-                await self.upstream_send({"type": "websocket.close", "code": GOING_AWAY,
-                                          "reason": "idle timeout"})
-                break
+                return await self.close(GOING_AWAY, "idle timeout")
             self.last = self.loop.time()
             return message
         return {"type": "websocket.disconnect", "code": GOING_AWAY}
+
+    async def close(self, code: int, reason: str) -> Message:
+        self.closed = True
+        await self.upstream_send({"type": "websocket.close", "code": code, "reason": reason})
+        return {"type": "websocket.disconnect", "code": code}

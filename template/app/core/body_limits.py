@@ -1,0 +1,23 @@
+"""A body limit of its own for some routes (BODY_LIMITS in app/custom.py).
+
+WEBSERVER_MAX_BODY_SIZE and WEBSERVER_BODY_TIMEOUT hold for every route; an upload
+route may need more without every other route accepting it too. A BodyLimit names a
+path prefix, as your routes are declared (without WEBSERVER_ROOT_PATH or a forwarded
+prefix), and the size and time a body sent there may take; the first that matches
+wins. app/middleware/request_limits.py applies it before any route runs, so an
+announced body over it is refused before a byte of it is read.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class BodyLimit:
+    path: str  # a prefix: "/uploads/" holds for /uploads/photo and everything below
+    max_size: int  # bytes; 0 = none
+    timeout: float  # seconds to send the whole body; 0 = none
+
+    def matches(self, route_path: str) -> bool:
+        return route_path.startswith(self.path)
