@@ -110,7 +110,8 @@ def settings_markdown(answers: dict[str, object] | None = None) -> str:
         if answers is None and isinstance(spec.default, setting_specs.Answer):
             default = f"the `{spec.default.question}` answer"
         else:
-            default = f"`{spec.text(spec.default_for(answers or {}))}`"
+            text = spec.text(spec.default_for(answers or {}))
+            default = f"`{text}`" if text else "(empty)"
         rows.append(f"| `{spec.env}` | {default} | {spec.help} |")
     return "\n".join(rows) + "\n"
 
