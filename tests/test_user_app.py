@@ -121,6 +121,13 @@ def test_the_user_app_keeps_every_promise(user_project: Path, engine: str,
         assert headers["access-control-allow-origin"] == ORIGIN
         assert BODY_TIMEOUT - 0.2 <= took < BODY_TIMEOUT + 3
 
+        many = {f"x-h{number}": "1" for number in range(101)}
+        too_many = httpx.get(f"{server.url}/shop/items/1", headers={**cors, **many})
+        assert (too_many.status_code, too_many.json()) == (
+            431, {"detail": "Request Header Fields Too Large"})
+        assert too_many.headers["access-control-allow-origin"] == ORIGIN
+        assert too_many.headers["x-service"] == "shop"  # the pure ASGI one
+
         announced = httpx.post(f"{server.url}/shop/echo", content=b"x" * (2 * MiB), headers=cors)
         assert announced.status_code == 413
         assert announced.headers["access-control-allow-origin"] == ORIGIN

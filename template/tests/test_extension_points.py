@@ -88,6 +88,29 @@ def test_middleware_with_options_wraps_the_template_refusals(
     assert crashed.headers["x-request-id"]
 
 
+class Broken:
+    """A middleware of yours with a bug of its own."""
+
+    def __init__(self, app: object) -> None:
+        self.app = app
+
+    async def __call__(self, scope, receive, send):  # type: ignore[no-untyped-def]
+        if scope["type"] == "http" and scope["path"] == "/health/":
+            raise RuntimeError("the middleware's bug")
+        await self.app(scope, receive, send)
+
+
+def test_a_500_from_your_middleware_still_carries_the_request_id(
+        settings: pytest.MonkeyPatch) -> None:
+    settings.setenv("WEBSERVER_CORS_ORIGINS", ORIGIN)
+    settings.setattr(custom, "MIDDLEWARE", (Broken,))
+    with client(create_app()) as http:
+        crashed = http.get("/health/", headers={"Origin": ORIGIN})
+    assert (crashed.status_code, crashed.text) == (500, "Internal Server Error")
+    assert crashed.headers["x-request-id"]
+    assert crashed.headers["access-control-allow-origin"] == ORIGIN
+
+
 def test_your_lifespan_runs_and_its_state_reaches_requests(
         settings: pytest.MonkeyPatch) -> None:
     events = []

@@ -1,8 +1,8 @@
 """A user's app/custom.py, written the way the FastAPI and Starlette docs show it.
 
-Test data for tests/test_user_app.py: a tutorial BaseHTTPMiddleware, CORS and GZip
-in MIDDLEWARE, a lifespan with a real database (aiosqlite), a setting of the user's
-own, and custom 422 and 500 handlers.
+Test data for tests/test_user_app.py: a tutorial BaseHTTPMiddleware, CORS, GZip and
+a pure ASGI middleware in MIDDLEWARE, a lifespan with a real database (aiosqlite), a
+setting of the user's own, and custom 422 and 500 handlers.
 """
 
 from __future__ import annotations
@@ -34,11 +34,32 @@ class ProcessTimeMiddleware(BaseHTTPMiddleware):
         return response
 
 
+class ServiceHeaderMiddleware:
+    """A pure ASGI middleware, as Starlette's docs write one."""
+
+    def __init__(self, app, name: str = "shop"):
+        self.app = app
+        self.name = name.encode()
+
+    async def __call__(self, scope, receive, send):
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+
+        async def send_with_header(message):
+            if message["type"] == "http.response.start":
+                message.setdefault("headers", []).append((b"x-service", self.name))
+            await send(message)
+
+        await self.app(scope, receive, send_with_header)
+
+
 MIDDLEWARE = (
     Middleware(CORSMiddleware, allow_origins=["https://front.example"],
                allow_methods=["*"], allow_headers=["*"]),
     ProcessTimeMiddleware,
     Middleware(GZipMiddleware, minimum_size=500),
+    Middleware(ServiceHeaderMiddleware, name="shop"),
 )
 
 

@@ -10,7 +10,6 @@ took 131 MB under uvicorn and 349 MB under granian, and stayed. Here, in the app
   away), and the app receives a disconnect. An app that only sends is never idle.
 - WEBSERVER_WS_MAX_CONNECTIONS: a handshake past this many open WebSockets in the
   worker (each worker counts its own) is refused (below), with close code 1013.
-
 - WEBSERVER_WS_MAX_MESSAGE_SIZE: a message larger than this closes the connection with
   1009 (message too big). uvicorn and gunicorn are given the cap and close before they
   hold more than it (app/core/server.py); granian has no such setting and reads a
@@ -36,12 +35,10 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from app.core.config import get_settings
 
 GOING_AWAY = 1001
-TRY_AGAIN_LATER = 1013
-DENIAL = "websocket.http.response."
-
-
+POLICY = 1008  # policy violation: a refused Origin, a dependency's refusal
 TOO_BIG = 1009
-POLICY = 1008
+TRY_AGAIN_LATER = 1013
+DENIAL = "websocket.http.response."  # the prefix of the denial response's messages
 
 
 class WebSocketLimitsMiddleware:
