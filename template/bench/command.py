@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import signal
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import typer
@@ -53,11 +55,6 @@ def bench_engines(
 ) -> None:
     """Boot each engine, load them in turn in short slices, and say, with 95 % confidence
     intervals, whether the engine changes requests/s and CPU per request on this route."""
-    from rich.console import Console
-
-    from bench import report, verdict
-    from bench.app_cost import app_cpu_us_per_request
-
     try:
         body = payload_file.read_bytes() if payload_file else (payload or "").encode()
         route = Route(path, dict(parse_pairs(path_param, "=", "--path-param")), method.upper(),
@@ -70,21 +67,47 @@ def bench_engines(
     except (RouteError, drivers.DriverError, ValueError, OSError) as error:
         typer.echo(f"Cannot bench: {error}", err=True)
         raise typer.Exit(2) from None
-    # A stop by SIGTERM unwinds like Ctrl-C, so the servers booted here are stopped too.
-    signal.signal(signal.SIGTERM, lambda *_: sys.exit(128 + signal.SIGTERM))
+    options = {"connections": connections, "duration": duration, "slice_length": slice_length,
+               "warmup": warmup}
+    # A stop by SIGTERM unwinds like Ctrl-C, so the servers booted here are stopped too;
+    # the handler is this run's alone (a test calling the bench in process keeps its own).
+    with sigterm_unwinds():
+        code = measure_and_report(route=route, chosen=chosen, skipped=skipped, configs=configs,
+                                  target=target, options=options, threshold=threshold,
+                                  json_file=json_file)
+    raise typer.Exit(code)
+
+
+@contextlib.contextmanager
+def sigterm_unwinds() -> Iterator[None]:
+    previous = signal.signal(signal.SIGTERM, lambda *_: sys.exit(128 + signal.SIGTERM))
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+def measure_and_report(*, route: Route, chosen: drivers.Driver, skipped: list[str],
+                       configs: list[Config], target: str | None, options: dict[str, object],
+                       threshold: float, json_file: Path | None) -> int:
+    """Boot, measure, print the report (and the JSON file); the exit code."""
+    from rich.console import Console
+
+    from bench import report, verdict
+    from bench.app_cost import app_cpu_us_per_request
+
     console = Console(width=max(Console().width, 140))
     console.print(f"driver: {chosen.name}" + (f" ({chosen.note})" if chosen.note else "")
                   + (f"; passed over: {'; '.join(skipped)}" if skipped else ""), highlight=False)
-    options = {"connections": connections, "duration": duration, "slice_length": slice_length,
-               "warmup": warmup}
     app_cost = None
     if target:
         run = harness.measure_target(target, route, chosen, **options)
     else:
         reference = reference_of(configs)
+        seconds = len(configs) * (float(options["warmup"]) + float(options["duration"]) * 1.1)
         console.print(
             (f"reference: {configs[reference].label}{reference_note(configs[reference])}; "
-             if len(configs) > 1 else "") + f"about {len(configs) * (warmup + duration * 1.1):.0f}"
+             if len(configs) > 1 else "") + f"about {seconds:.0f}"
             " s, longer when rounds are set aside", highlight=False)
         try:
             run = harness.measure(configs, route, chosen, **options, reference=reference,
@@ -102,7 +125,7 @@ def bench_engines(
     if json_file:
         json_file.write_text(json.dumps(
             report.as_json(summary, route, chosen, app_cost, sentences, notes), indent=2))
-    raise typer.Exit(1 if any(run.failed(i) for i in range(len(run.configs))) else 0)
+    return 1 if any(run.failed(i) for i in range(len(run.configs))) else 0
 
 
 def default_engine() -> str:

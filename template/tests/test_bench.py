@@ -7,6 +7,7 @@ check what is counted and reported, not how fast.
 from __future__ import annotations
 
 import json
+import signal
 import socket
 from collections.abc import Iterator
 from pathlib import Path
@@ -89,12 +90,15 @@ def test_non_2xx_and_failures_are_counted(server_url: str) -> None:
 
 def test_bench_exits_non_zero_when_requests_fail(tmp_path: Path) -> None:
     out = tmp_path / "bench.json"
+    before = signal.getsignal(signal.SIGTERM)
     result = CliRunner().invoke(cli, [
         "bench", "engines", "--engine", "granian", "--path", "/no/such/route", "--duration", "1",
         "--warmup", "0", "-c", "2", "--driver", "python", "--json", str(out)])
     assert result.exit_code == 1, result.output
     figures = json.loads(out.read_text())
     assert figures["configurations"][0]["failed"] > 0
+    # The bench's SIGTERM handler was its run's: a stop of this test run still stops it.
+    assert signal.getsignal(signal.SIGTERM) is before
 
 
 def test_unsaturated_server_is_called_a_floor() -> None:

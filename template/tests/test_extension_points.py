@@ -106,7 +106,7 @@ def test_a_500_from_your_middleware_still_carries_the_request_id(
     settings.setattr(custom, "MIDDLEWARE", (Broken,))
     with client(create_app()) as http:
         crashed = http.get("/health/", headers={"Origin": ORIGIN})
-    assert (crashed.status_code, crashed.text) == (500, "Internal Server Error")
+    assert crashed.status_code == 500  # the body: your handler's for 500, if you have one
     assert crashed.headers["x-request-id"]
     assert crashed.headers["access-control-allow-origin"] == ORIGIN
 
@@ -127,7 +127,7 @@ def test_your_lifespan_runs_and_its_state_reaches_requests(
     async def pool(request: Request) -> dict[str, str]:
         return {"pool": request.state.pool}
 
-    settings.setattr(custom, "lifespan", lifespan)
+    settings.setattr(custom, "lifespan", lifespan, raising=False)
     with client(create_app(user_routers=[state])) as http:
         assert events == ["startup"]
         assert http.get("/pool").json() == {"pool": "opened"}
@@ -136,8 +136,9 @@ def test_your_lifespan_runs_and_its_state_reaches_requests(
 
 def test_a_route_body_limit_holds_for_that_route_alone(settings: pytest.MonkeyPatch) -> None:
     limit = get_settings().max_body_size
+    # raising=False: a custom.py from before 0.8.0 has no BODY_LIMITS (nor lifespan).
     settings.setattr(custom, "BODY_LIMITS", (BodyLimit("/yours/", max_size=4 * limit,
-                                                       timeout=0),))
+                                                       timeout=0),), raising=False)
     with client(create_app(user_routers=[router])) as http:
         bigger = http.post("/yours/upload", content=b"x" * (2 * limit))
         elsewhere = http.post("/echo/", content=b"x" * (2 * limit))
