@@ -121,12 +121,15 @@ def test_the_user_app_keeps_every_promise(user_project: Path, engine: str,
         assert headers["access-control-allow-origin"] == ORIGIN
         assert BODY_TIMEOUT - 0.2 <= took < BODY_TIMEOUT + 3
 
+        # 101 header lines: granian and gunicorn refuse them themselves, before the app
+        # (so without CORS); under uvicorn the app's 431 gets it.
         many = {f"x-h{number}": "1" for number in range(101)}
         too_many = httpx.get(f"{server.url}/shop/items/1", headers={**cors, **many})
-        assert (too_many.status_code, too_many.json()) == (
-            431, {"detail": "Request Header Fields Too Large"})
-        assert too_many.headers["access-control-allow-origin"] == ORIGIN
-        assert too_many.headers["x-service"] == "shop"  # the pure ASGI one
+        assert too_many.status_code == 431
+        if engine == "uvicorn":
+            assert too_many.json() == {"detail": "Request Header Fields Too Large"}
+            assert too_many.headers["access-control-allow-origin"] == ORIGIN
+            assert too_many.headers["x-service"] == "shop"  # the pure ASGI one
 
         announced = httpx.post(f"{server.url}/shop/echo", content=b"x" * (2 * MiB), headers=cors)
         assert announced.status_code == 413
