@@ -7,12 +7,20 @@ update, while the answers file still holds the answers `.env` was rendered from:
 value equal to what the old release wrote is the answer's and is dropped; any other
 value is the user's and stays. Idempotent: a file with no such value is left as it is.
 
-Usage: env_answers_to_defaults.py ANSWERS_FILE NEW_ENV_TEMPLATE [ENV_FILE]
+In two steps, so that an update that stops half-way (no terminal for a question, a
+Ctrl-C) leaves `.env` as it was: `plan`, run before the update, writes the new text
+beside the project's git directory (never in the work tree, which Copier wants clean);
+`apply`, run after it, puts it in place. An update that stopped between the two
+leaves only the plan, which the next update's `plan` replaces.
+
+Usage: env_answers_to_defaults.py plan ANSWERS_FILE NEW_ENV_TEMPLATE [ENV_FILE]
+       env_answers_to_defaults.py apply [ENV_FILE]
 """
 
 from __future__ import annotations
 
 import re
+import subprocess
 import sys
 from pathlib import Path
 
@@ -61,21 +69,47 @@ def migrate(text: str, answers: dict[str, object], header: str) -> tuple[str, li
     return header + "".join(f"{line}\n" for line in kept), dropped
 
 
-def main(argv: list[str]) -> int:
-    if len(argv) not in (2, 3):
-        print(__doc__.strip().splitlines()[-1], file=sys.stderr)
-        return 2
-    answers_file, env_template = Path(argv[0]), Path(argv[1])
-    env_file = Path(argv[2] if len(argv) == 3 else ".env")
+def plan_file(env_file: Path) -> Path:
+    """Where `plan` leaves the new text: in the project's .git directory, which Copier's
+    clean-tree check and every render leave alone."""
+    git_dir = Path(subprocess.run(["git", "rev-parse", "--absolute-git-dir"],
+                                  cwd=env_file.parent, capture_output=True, text=True,
+                                  check=True).stdout.strip())
+    return git_dir / "copier-fastapi-engines" / f"{env_file.name}.planned"
+
+
+def plan(answers_file: Path, env_template: Path, env_file: Path) -> int:
+    planned = plan_file(env_file)
+    planned.unlink(missing_ok=True)
     if not env_file.exists() or not answers_file.exists():
         return 0
     answers = yaml.safe_load(answers_file.read_text()) or {}
     text, dropped = migrate(env_file.read_text(), answers, env_template.read_text())
     if dropped:
-        env_file.write_text(text)
-        print(f"{env_file}: dropped {len(dropped)} values rendered from the Copier answers "
-              "(config.py holds them now, so a changed answer takes effect); yours stay.")
+        planned.parent.mkdir(exist_ok=True)
+        planned.write_text(text)
     return 0
+
+
+def apply(env_file: Path) -> int:
+    planned = plan_file(env_file)
+    if not planned.exists():
+        return 0
+    env_file.write_text(planned.read_text())
+    planned.unlink()
+    print(f"{env_file}: the values rendered from the Copier answers are dropped "
+          "(config.py holds them now, so a changed answer takes effect); yours stay.")
+    return 0
+
+
+def main(argv: list[str]) -> int:
+    usage = __doc__.strip().split("Usage: ", 1)[1]
+    if argv[:1] == ["plan"] and len(argv) in (3, 4):
+        return plan(Path(argv[1]), Path(argv[2]), Path(argv[3] if len(argv) == 4 else ".env"))
+    if argv[:1] == ["apply"] and len(argv) in (1, 2):
+        return apply(Path(argv[1] if len(argv) == 2 else ".env"))
+    print(f"Usage: {usage}", file=sys.stderr)
+    return 2
 
 
 if __name__ == "__main__":

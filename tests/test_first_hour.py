@@ -10,11 +10,9 @@ the line's comment), `make add PKG=...` and its commit. Ctrl-C (SIGINT to the pr
 group) then stops the server. Nothing is hard-coded here but how to run a line: change
 the README's Quick start and this test runs the new one.
 
-`make test` runs as written with the slow, bench and long tests deselected through
-PYTEST_ADDOPTS: on the 2-core machine they take over four minutes, and the suite
-already runs every one of them on the default Python (test_reliability.py,
-test_combinations.py); here the point is that `make install`'s environment runs the
-project's tests at all (the fast ones take about 20 s).
+`make test` runs as written: the project's quick tests (its slow, bench and long
+ones are `make test-all`'s, which the suite runs on the default Python through
+test_reliability.py and test_combinations.py).
 
 A second test renders a project for a Python this machine does not have and checks that
 `make install` stops with the Makefile's one sentence and downloads nothing.
@@ -137,7 +135,6 @@ def test_the_readme_quick_start_works_as_written(tmp_path: Path) -> None:
                           capture_output=True).returncode != 0, "something was committed"
 
     env = user_environment(str(Path(interpreter.executable).parent))
-    env_for_test = {**env, "PYTEST_ADDOPTS": '-m "not slow and not bench and not long"'}
     lines = quick_start((project / "README.md").read_text())
     seen: list[str] = []
     server: subprocess.Popen[bytes] | None = None
@@ -162,12 +159,29 @@ def test_the_readme_quick_start_works_as_written(tmp_path: Path) -> None:
                 assert server is not None and server.poll() is None, f"{line}: no server"
             result = subprocess.run(
                 ["sh", "-c", line], cwd=project, capture_output=True, text=True,
-                env=env_for_test if argv[:2] == ["make", "test"] else env,
+                env=env,
                 timeout=TIMEOUTS.get(tuple(argv[:2]), DEFAULT_TIMEOUT),
             )
             assert result.returncode == 0, f"{line}\n{result.stdout[-4000:]}{result.stderr[-4000:]}"
             if argv[0] == "curl":
                 assert json.loads(result.stdout) == expected_answer(line), line
+        # A second service beside the first needs only PORT: its metrics listener
+        # follows (PORT + 1464) instead of clashing on the first one's 9464.
+        second_port = server_process.free_port()
+        with (tmp_path / "second.log").open("wb") as out:
+            second = subprocess.Popen(["make", "serve", f"PORT={second_port}"], cwd=project,
+                                      env=env, stdout=out, stderr=subprocess.STDOUT,
+                                      start_new_session=True)
+        try:
+            deadline = time.monotonic() + SERVE_START
+            while not answers(f"http://127.0.0.1:{second_port}/livez"):
+                assert second.poll() is None, (tmp_path / "second.log").read_text()
+                assert time.monotonic() < deadline, (tmp_path / "second.log").read_text()
+                time.sleep(0.2)
+            assert answers(f"http://127.0.0.1:{second_port + 1464}/metrics")
+            assert answers(f"http://127.0.0.1:{port}/livez")  # the first one still serves
+        finally:
+            assert stop(second) is not None, (tmp_path / "second.log").read_text()
         # `make add` without a package: one sentence, nothing run.
         bare = subprocess.run(["make", "add"], cwd=project, env=env, capture_output=True,
                               text=True, timeout=DEFAULT_TIMEOUT)

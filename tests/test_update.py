@@ -251,3 +251,33 @@ def test_update_keeps_user_work_and_serves_the_changed_answer(
     assert ping.json() == {"pong": "kept"} and ping.headers.get("x-user") == "kept"
     if user_setting:
         assert greeting.json() == {"greeting": "hi"}
+
+
+def test_an_update_that_stops_for_a_question_leaves_env_as_it_was(copie) -> None:
+    """Without a terminal and without --defaults, Copier stops at its first question,
+    after the migrations planned for before the update have run: .env must be as it
+    was, and the same update with --defaults must still bring it over."""
+    source = next(str(tag) for tag in RELEASES if release_version(tag) < EXTENSION_POINTS)
+    old = copie.copy(extra_answers={}, vcs_ref=source)
+    assert old.exit_code == 0, old.exception
+    project = old.project_dir
+    git(project, "init", "-q")
+    git(project, "add", "-A")
+    git(project, "commit", "-qm", f"Rendered from {source}")
+    env = project / ".env"
+    before = env.read_bytes()
+    assert b"WEBSERVER_ENGINE=uvicorn" in before  # a value the 0.4.0 migration drops
+
+    stopped = subprocess.run([COPIER, "update", "--trust", "--vcs-ref", "HEAD"], cwd=project,
+                             stdin=subprocess.DEVNULL, capture_output=True, text=True,
+                             timeout=120)
+    assert stopped.returncode != 0, stopped.stdout + stopped.stderr
+    assert "Interactive session required" in stopped.stdout + stopped.stderr
+    assert env.read_bytes() == before
+
+    finished = subprocess.run([COPIER, "update", "--trust", "--defaults", "--vcs-ref", "HEAD"],
+                              cwd=project, stdin=subprocess.DEVNULL, capture_output=True,
+                              text=True, timeout=120)
+    report = finished.stdout + finished.stderr
+    assert ".env: the values rendered from the Copier answers are dropped" in report, report
+    assert b"WEBSERVER_ENGINE=" not in env.read_bytes()

@@ -137,7 +137,10 @@ def test_an_aborted_upload_is_one_499_line_and_no_traceback(observed: Observed) 
 def test_a_500_carries_the_request_id_and_headers_and_logs_one_traceback(
         observed: Observed) -> None:
     crash = observed.crash
-    assert (crash.status_code, crash.text) == (500, "Internal Server Error")
+    assert crash.status_code == 500
+    handlers = create_app().exception_handlers
+    if 500 not in handlers and Exception not in handlers:  # else the body is your handler's
+        assert crash.text == "Internal Server Error"
     assert crash.headers["x-request-id"] == "crash-1"
     for name, value in SECURITY_HEADERS:
         assert crash.headers[name.decode()] == value.decode()

@@ -31,6 +31,7 @@ from fastapi.testclient import TestClient
 from pydantic import BaseModel
 from starlette.websockets import WebSocketDisconnect
 
+from app import custom
 from app.core.config import PROJECT_NAME, get_settings
 from app.main import STATIC_DIR, TEMPLATE_ROUTERS, create_app
 
@@ -126,13 +127,16 @@ REQUESTS: list[tuple[str, str, dict[str, str], bytes]] = [
 
 
 def plain_app() -> FastAPI:
-    """What the app is, built only from FastAPI's documented calls."""
-    app = FastAPI(title=PROJECT_NAME)
+    """What the app is, built only from FastAPI's documented calls, with what you add
+    in app/custom.py (your lifespan, and your handlers from `customize`): the two
+    must route alike, whatever your handlers answer."""
+    app = FastAPI(title=PROJECT_NAME, lifespan=getattr(custom, "lifespan", None))
     for router in TEMPLATE_ROUTERS:
         app.include_router(router)
     app.mount("/static", StaticFiles(directory=STATIC_DIR), name="static")
     for router in USER_ROUTERS:
         app.include_router(router)
+    custom.customize(app)
     return app
 
 
