@@ -110,7 +110,9 @@ def engines(
     for engine in loops.ENGINES:
         for name in loops.LOOPS:
             reason = loops.refusal(engine, name, python)
-            verdict = "accepted" if reason is None else f"refused: {reason}"
+            # The measured reason, with the engine's own option names, where there is one.
+            why = loops.LOOPS[name].refused_because.get(engine) or reason
+            verdict = "accepted" if reason is None else f"refused: {why}"
             installed = "yes" if loops.is_installed(name) else "no"
             table.add_row(engine, name, verdict, installed)
         auto = loops.resolve(engine, loops.AUTO, python)

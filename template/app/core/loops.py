@@ -67,12 +67,16 @@ class LoopSpec:
     min_python: PythonVersion = (3, 11)
     # engine -> the value that engine's own `loop=` option takes for this loop
     engine_values: dict[str, str] = field(default_factory=dict)
-    # engine -> why it is refused (a measured reason, quoted in the refusal)
+    # engine -> why it is refused, in the user's terms (the refusal's sentence)
+    refused_briefly: dict[str, str] = field(default_factory=dict)
+    # engine -> the measured reason behind it, with the engine's own option names
+    # (docs/engines.md, "Evidence")
     refused_because: dict[str, str] = field(default_factory=dict)
     # engine -> what was run to accept it (docs/engines.md, "Evidence")
     verified: dict[str, str] = field(default_factory=dict)
 
 
+GUNICORN_BRIEFLY = "gunicorn's asgi worker runs asyncio or uvloop only"
 GUNICORN_LOOPS = ("gunicorn 27's asgi_loop takes auto, asyncio or uvloop only: "
                   "`--asgi-loop {loop}`, or a module:callable factory, stops it with "
                   "`Invalid ASGI loop`")
@@ -107,6 +111,11 @@ LOOPS: dict[str, LoopSpec] = {
             "Rust, from the granian authors",
             engine_values={"granian": "rloop"},
             verified={"granian": ON_313},
+            refused_briefly={
+                "uvicorn": "uvicorn on rloop loses WebSocket connections and requests at "
+                "shutdown",
+                "gunicorn": GUNICORN_BRIEFLY,
+            },
             refused_because={
                 "uvicorn": "uvicorn 0.54 on rloop 0.5 (as `rloop:new_event_loop`) serves "
                 "HTTP, but a WebSocket it accepts is never switched to (its frames reach "
@@ -124,6 +133,11 @@ LOOPS: dict[str, LoopSpec] = {
             engine_values={"uvicorn": "zuvloop"},
             verified={"uvicorn": PASSED.format(where="Python 3.14.8, uvicorn 0.54, "
                                                      "zuvloop 0.0.17")},
+            refused_briefly={
+                "granian": "granian runs its own list of loops (asyncio, uvloop, rloop), "
+                "which zuvloop is not on",
+                "gunicorn": GUNICORN_BRIEFLY,
+            },
             refused_because={
                 "granian": "granian 2.8.9's loop option takes asyncio, uvloop, rloop "
                 "and winloop; another loop goes only in its private registry "
@@ -134,6 +148,7 @@ LOOPS: dict[str, LoopSpec] = {
     )
 }
 LOOP_POLICIES: tuple[str, ...] = (AUTO, *LOOPS)
+WHY_REFUSED = "why: `make engines`, or docs/engines.md"  # where the measured reasons are
 
 # `auto` is resolved here, never by the engine (granian's own auto picks rloop first):
 # the fastest loop the engine accepts on this Python and has installed, as measured
@@ -190,7 +205,7 @@ def refusal_reason(engine: str, loop: str, python: PythonVersion) -> str | None:
     spec = LOOPS[loop]
     if engine not in spec.engine_values:
         others = [e for e in ENGINES if e in spec.engine_values]
-        return f"{loop} needs the {_one_of(others)} engine: {spec.refused_because[engine]}"
+        return f"{loop} needs the {_one_of(others)} engine: {spec.refused_briefly[engine]}"
     if python < spec.min_python:
         return f"{loop} needs Python {version_text(spec.min_python)} or newer ({spec.summary})"
     return None
@@ -206,7 +221,8 @@ def refusal(engine: str, loop: str, python: PythonVersion) -> str | None:
     if reason is None or engine not in ENGINES:
         return reason and f"{reason}."
     accepted = _one_of(engine_loops(engine, python))
-    return f"{reason}; on Python {version_text(python)} {engine} accepts {accepted}."
+    return (f"{reason}; on Python {version_text(python)} {engine} accepts {accepted} "
+            f"({WHY_REFUSED}).")
 
 
 def resolve(engine: str, loop: str, python: PythonVersion | None = None) -> str:
