@@ -74,7 +74,7 @@ def test_manifests_validate_and_follow_the_answers(copie, answer_set: str) -> No
 
     docs = manifests(project)
     assert set(docs) == {"ConfigMap", "Deployment", "Service", "PodDisruptionBudget",
-                         "HorizontalPodAutoscaler"}
+                         "HorizontalPodAutoscaler", "Ingress"}
     config = docs["ConfigMap"]["data"]
     assert config["WEBSERVER_ENGINE"] == answers["default_engine"]
     assert config["WEBSERVER_LOOP"] == answers["loop_policy"]
@@ -87,6 +87,16 @@ def test_manifests_validate_and_follow_the_answers(copie, answer_set: str) -> No
     assert pod["securityContext"]["runAsUser"] == 10001 and pod["securityContext"]["runAsNonRoot"]
     assert container["securityContext"]["readOnlyRootFilesystem"] is True
     assert restricted_violations(pod) == []
+    # The Ingress reaches the Service's port, with TLS, for a host the app allows.
+    ingress = docs["Ingress"]["spec"]
+    (rule,) = ingress["rules"]
+    backend = rule["http"]["paths"][0]["backend"]["service"]
+    assert backend["name"] == docs["Service"]["metadata"]["name"]
+    assert backend["port"]["name"] in {port["name"] for port in docs["Service"]["spec"]["ports"]}
+    assert ingress["tls"][0]["hosts"] == [rule["host"]] and ingress["tls"][0]["secretName"]
+    allowed = config["WEBSERVER_ALLOWED_HOSTS"].split(",")
+    service = docs["Service"]["metadata"]["name"]
+    assert {rule["host"], service, f"{service}.default.svc.cluster.local"} <= set(allowed)
     assert pod["automountServiceAccountToken"] is False  # the app calls no Kubernetes API
     assert container["ports"][0]["containerPort"] == answers["port"]
     # Metrics on their own port, announced to Prometheus's pod discovery, not in the Service.
@@ -106,3 +116,32 @@ def test_manifests_validate_and_follow_the_answers(copie, answer_set: str) -> No
     assert container["resources"]["limits"]["cpu"] == f"{workers * 1000}m"
     assert {container["livenessProbe"]["httpGet"]["path"],
             container["readinessProbe"]["httpGet"]["path"]} == {"/livez", "/readyz"}
+
+
+def test_the_prometheus_operator_manifests_scrape_the_metrics_port(copie) -> None:
+    """Apart from the directory `kubectl apply` takes, for clusters with the Operator:
+    a headless Service on the pods' metrics port and a ServiceMonitor selecting it."""
+    _, project = rendered(copie, {})
+    operator = project / "deploy/kubernetes/prometheus-operator"
+    docs = {doc["kind"]: doc for path in sorted(operator.glob("*.yaml"))
+            for doc in yaml.safe_load_all(path.read_text())}
+    assert set(docs) == {"Service", "ServiceMonitor"}
+    check = subprocess.run([VALIDATE, "-k", KUBERNETES_VERSION, "--strict",
+                            str(operator / "metrics-service.yaml")],
+                           capture_output=True, text=True)
+    assert check.returncode == 0, check.stdout + check.stderr
+    service, monitor = docs["Service"], docs["ServiceMonitor"]
+    assert service["spec"]["clusterIP"] == "None"
+    deployment = manifests(project)["Deployment"]
+    container = deployment["spec"]["template"]["spec"]["containers"][0]
+    (port,) = service["spec"]["ports"]
+    assert port["targetPort"] in {p.get("name") for p in container["ports"]}
+    assert port["port"] == setting_specs.BY_NAME["metrics_port"].default
+    labels = service["metadata"]["labels"]
+    assert monitor["spec"]["selector"]["matchLabels"].items() <= labels.items()
+    assert service["spec"]["selector"].items() <= (
+        deployment["spec"]["template"]["metadata"]["labels"].items())
+    assert monitor["spec"]["endpoints"][0]["port"] == port["name"]
+    # Not selected by the app's Service: the metrics stay off the public path.
+    app_service = manifests(project)["Service"]
+    assert "metrics" not in {p["name"] for p in app_service["spec"]["ports"]}
