@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -77,3 +78,15 @@ def test_template_workflows_are_copied_verbatim(copie) -> None:
     for workflow in WORKFLOWS[1:]:
         rendered = result.project_dir / ".github/workflows" / workflow.name
         assert rendered.read_text() == workflow.read_text()
+
+
+def test_each_upgrade_note_the_suite_relies_on_is_in_the_docs() -> None:
+    """tests/test_update.py finishes a pre-0.4.0 update as docs/index.md says: the note
+    must be there, and one for each CHANGELOG entry that says what upgrading needs."""
+    page = (TEMPLATE_ROOT / "docs" / "index.md").read_text()
+    notes = page.split("### Upgrade notes", 1)[1].split("\n## ", 1)[0]
+    assert "app/routes/" in notes and "git checkout --theirs" in notes
+    changelog = (TEMPLATE_ROOT / "CHANGELOG.md").read_text()
+    releases = re.findall(r"^## (\d+\.\d+\.\d+)\n\nUpgrading from", changelog, re.M)
+    for release in releases:
+        assert f"{release}" in notes, f"no upgrade note for {release}"

@@ -211,6 +211,7 @@ def test_update_keeps_user_work_and_serves_the_changed_answer(
         got = files(project)
     else:
         assert update.returncode == 0, report
+        assert "commit everything, uv.lock" in report, report  # _message_after_update
 
     # The description is an answer: the project keeps the one it was made with, also
     # where the question's default has changed since.
