@@ -282,3 +282,26 @@ def test_an_update_that_stops_for_a_question_leaves_env_as_it_was(copie) -> None
     report = finished.stdout + finished.stderr
     assert ".env: the values rendered from the Copier answers are dropped" in report, report
     assert b"WEBSERVER_ENGINE=" not in env.read_bytes()
+
+
+def test_a_project_made_from_the_head_updates_to_the_next_release(tmp_path: Path) -> None:
+    """`--vcs-ref HEAD` past the newest release records a development version
+    (0.8.0.post1.dev0+g...); the next release must take it over like any other."""
+    clone = tmp_path / "template"
+    subprocess.run(["git", "clone", "-q", str(TEMPLATE_ROOT), str(clone)], check=True)
+    git(clone, "commit", "-q", "--allow-empty", "-m", "Work after the newest release")
+    project = tmp_path / "project"
+    copy = subprocess.run([COPIER, "copy", "--trust", "--defaults", "--vcs-ref", "HEAD",
+                           str(clone), str(project)], capture_output=True, text=True,
+                          timeout=120)
+    assert copy.returncode == 0, copy.stdout + copy.stderr
+    made_from = yaml.safe_load((project / ".copier-answers.yml").read_text())["_commit"]
+    assert "-g" in made_from, made_from  # not a release: the newest tag, then commits
+    git(project, "add", "-A")
+    git(project, "commit", "-qm", "New project from the head")
+    git(clone, "commit", "-q", "--allow-empty", "-m", "Release 99.0.0")
+    git(clone, "tag", "v99.0.0")
+    update = subprocess.run([COPIER, "update", "--trust", "--defaults"], cwd=project,
+                            capture_output=True, text=True, timeout=120)
+    assert update.returncode == 0, update.stdout + update.stderr
+    assert yaml.safe_load((project / ".copier-answers.yml").read_text())["_commit"] == "v99.0.0"

@@ -34,9 +34,14 @@ from tests.server_process import PROJECT_DIR, running_server
 ROUTER_FILE = PROJECT_DIR / "app" / "routes" / "error_paths_test_router.py"
 ROUTER = '''"""Written by tests/test_error_paths.py while it runs, and removed after."""
 
-from fastapi import APIRouter, HTTPException
+from fastapi import APIRouter, HTTPException, Request
 
 router = APIRouter(prefix="/error-paths")
+
+
+@router.post("/upload")
+async def upload(request: Request) -> dict[str, int]:
+    return {"size": len(await request.body())}
 
 
 @router.get("/crash")
@@ -75,7 +80,7 @@ class Observed:
 def abort_upload(url: str, request_id: str) -> None:
     host, port = url.removeprefix("http://").rsplit(":", 1)
     with socket.create_connection((host, int(port)), timeout=10) as sock:
-        sock.sendall(b"POST /demo/echo HTTP/1.1\r\nHost: localhost\r\n"
+        sock.sendall(b"POST /error-paths/upload HTTP/1.1\r\nHost: localhost\r\n"
                      b"X-Request-ID: " + request_id.encode() + b"\r\n"
                      b"Content-Type: application/octet-stream\r\n"
                      b"Content-Length: 1000000\r\n\r\n" + b"a" * 1000)
@@ -129,7 +134,7 @@ def test_an_aborted_upload_is_one_499_line_and_no_traceback(observed: Observed) 
     for number in range(ABORTED):
         assert [(line["method"], line["path"], line["status"])
                 for line in observed.line_of(f"aborted-{number}")] == [
-            ("POST", "/demo/echo", 499)], observed.stdout
+            ("POST", "/error-paths/upload", 499)], observed.stdout
     assert "ClientDisconnect" not in observed.stderr
     assert "aborted-" not in observed.stderr
 

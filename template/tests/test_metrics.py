@@ -53,26 +53,32 @@ def in_process_count(route: str, method: str = "GET", status_class: str = "2xx")
 
 
 def test_requests_are_labelled_by_route_template_method_and_status_class() -> None:
+    # Routes of the test's own, as yours would be: the demo router may be gone.
     failing = APIRouter()
+
+    @failing.get("/metrics-test/items/{item_id}")
+    async def item(item_id: int) -> dict[str, int]:
+        return {"item_id": item_id}
 
     @failing.get("/metrics-test/fails/{n}")
     async def fails(n: int) -> None:
         raise RuntimeError("a bug")
 
+    items = "/metrics-test/items/{item_id}"
     before = {key: in_process_count(*key) for key in [
-        (ITEMS,), ("/health/", "POST", "4xx"), (UNMATCHED, "GET", "4xx"),
+        (items,), ("/health/", "POST", "4xx"), (UNMATCHED, "GET", "4xx"),
         (UNMATCHED, "other", "4xx"), ("/metrics-test/fails/{n}", "GET", "5xx")]}
     with TestClient(create_app(user_routers=[failing]), base_url="http://localhost",
                     raise_server_exceptions=False) as client:
-        for item in range(3):
-            assert client.get(f"/demo/items/{item}").status_code == 200
+        for number in range(3):
+            assert client.get(f"/metrics-test/items/{number}").status_code == 200
         assert client.post("/health/").status_code == 405  # the route, a method it lacks
         assert client.get("/no/such/path").status_code == 404
         assert client.request("BREW", "/no/such/path").status_code == 404
         assert client.get("/metrics-test/fails/1").status_code == 500
     after = {key: in_process_count(*key) for key in before}
     assert {key: after[key] - before[key] for key in before} == {
-        (ITEMS,): 3, ("/health/", "POST", "4xx"): 1, (UNMATCHED, "GET", "4xx"): 1,
+        (items,): 3, ("/health/", "POST", "4xx"): 1, (UNMATCHED, "GET", "4xx"): 1,
         (UNMATCHED, "other", "4xx"): 1, ("/metrics-test/fails/{n}", "GET", "5xx"): 1}
 
 

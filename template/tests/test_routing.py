@@ -213,7 +213,6 @@ def test_the_route_in_scope_is_the_template_not_the_path() -> None:
     """What instrumentation (OpenTelemetry, Prometheus) names a request by."""
     routes = {(method, path): route for method, path, *_, route in answers(template_app())}
     assert routes["GET", "/private/items/3"] == "/private/items/{item_id}"
-    assert routes["GET", "/demo/items/7"] == "/demo/items/{item_id}"
     assert routes["GET", "/health/"] == "/health/"
 
 
@@ -233,8 +232,8 @@ def test_a_websocket_dependency_is_applied(token: str) -> None:
 
 
 @pytest.mark.parametrize(("name", "params"), [
-    ("read_item", {"item_id": 3}), ("health", {}), ("item", {"item_id": 1}),
-    ("echo", {}), ("open_route", {}), ("ws_route", {}),
+    ("read_item", {"item_id": 3}), ("health", {}), ("echo", {}), ("open_route", {}),
+    ("ws_route", {}),
 ])
 def test_reverse_lookups_are_fastapis(name: str, params: dict[str, Any]) -> None:
     assert template_app().url_path_for(name, **params) == plain_app().url_path_for(name, **params)

@@ -55,7 +55,8 @@ BAD_SETTINGS = [
      "HTTP/2 under uvicorn needs the zttp parser"),
     ({"WEBSERVER_ENGINE": "uvicorn", "WEBSERVER_HTTP2": "true"}, "needs the zttp parser"),
     # gunicorn: its loops, its parsers, and what its asgi worker cannot do.
-    ({"WEBSERVER_ENGINE": "gunicorn", "WEBSERVER_LOOP": "rloop"}, "Invalid ASGI loop"),
+    ({"WEBSERVER_ENGINE": "gunicorn", "WEBSERVER_LOOP": "rloop"},
+     "rloop needs the granian engine: gunicorn's asgi worker runs asyncio or uvloop only"),
     ({"WEBSERVER_ENGINE": "gunicorn", "WEBSERVER_HTTP": "httptools"},
      "httptools is a parser of uvicorn, not of gunicorn: gunicorn takes auto, h1c or python."),
     ({"WEBSERVER_ENGINE": "uvicorn", "WEBSERVER_HTTP": "python"}, "not of uvicorn"),
