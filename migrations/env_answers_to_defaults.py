@@ -8,13 +8,14 @@ value equal to what the old release wrote is the answer's and is dropped; any ot
 value is the user's and stays. Idempotent: a file with no such value is left as it is.
 
 In two steps, so that an update that stops half-way (no terminal for a question, a
-Ctrl-C) leaves `.env` as it was: `plan`, run before the update, writes the new text
-beside the project's git directory (never in the work tree, which Copier wants clean);
-`apply`, run after it, puts it in place. An update that stopped between the two
-leaves only the plan, which the next update's `plan` replaces.
+Ctrl-C) leaves `.env` as it was: `plan`, run before the update, keeps the answers `.env`
+was made from in the project's git directory (never in the work tree, which Copier
+wants clean); `apply`, run after it and after the other migrations (a renamed
+setting), drops their values from `.env` as it is then. An update that stopped between
+the two leaves only the kept answers, which the next update's `plan` replaces.
 
-Usage: env_answers_to_defaults.py plan ANSWERS_FILE NEW_ENV_TEMPLATE [ENV_FILE]
-       env_answers_to_defaults.py apply [ENV_FILE]
+Usage: env_answers_to_defaults.py plan ANSWERS_FILE [ENV_FILE]
+       env_answers_to_defaults.py apply NEW_ENV_TEMPLATE [ENV_FILE]
 """
 
 from __future__ import annotations
@@ -69,46 +70,45 @@ def migrate(text: str, answers: dict[str, object], header: str) -> tuple[str, li
     return header + "".join(f"{line}\n" for line in kept), dropped
 
 
-def plan_file(env_file: Path) -> Path:
-    """Where `plan` leaves the new text: in the project's .git directory, which Copier's
+def kept_answers(env_file: Path) -> Path:
+    """Where `plan` keeps the answers: in the project's .git directory, which Copier's
     clean-tree check and every render leave alone."""
     git_dir = Path(subprocess.run(["git", "rev-parse", "--absolute-git-dir"],
                                   cwd=env_file.parent, capture_output=True, text=True,
                                   check=True).stdout.strip())
-    return git_dir / "copier-fastapi-engines" / f"{env_file.name}.planned"
+    return git_dir / "copier-fastapi-engines" / "answers-before-update.yml"
 
 
-def plan(answers_file: Path, env_template: Path, env_file: Path) -> int:
-    planned = plan_file(env_file)
-    planned.unlink(missing_ok=True)
-    if not env_file.exists() or not answers_file.exists():
-        return 0
-    answers = yaml.safe_load(answers_file.read_text()) or {}
-    text, dropped = migrate(env_file.read_text(), answers, env_template.read_text())
-    if dropped:
-        planned.parent.mkdir(exist_ok=True)
-        planned.write_text(text)
+def plan(answers_file: Path, env_file: Path) -> int:
+    kept = kept_answers(env_file)
+    kept.unlink(missing_ok=True)
+    if env_file.exists() and answers_file.exists():
+        kept.parent.mkdir(exist_ok=True)
+        kept.write_text(answers_file.read_text())
     return 0
 
 
-def apply(env_file: Path) -> int:
-    planned = plan_file(env_file)
-    if not planned.exists():
+def apply(env_template: Path, env_file: Path) -> int:
+    kept = kept_answers(env_file)
+    if not kept.exists():
         return 0
-    env_file.write_text(planned.read_text())
-    planned.unlink()
-    print(f"{env_file}: the values rendered from the Copier answers are dropped "
-          "(config.py holds them now, so a changed answer takes effect); yours stay.")
+    answers = yaml.safe_load(kept.read_text()) or {}
+    kept.unlink()
+    if not env_file.exists():
+        return 0
+    text, dropped = migrate(env_file.read_text(), answers, env_template.read_text())
+    if dropped:
+        env_file.write_text(text)
+        print(f"{env_file}: the values rendered from the Copier answers are dropped "
+              "(config.py holds them now, so a changed answer takes effect); yours stay.")
     return 0
 
 
 def main(argv: list[str]) -> int:
-    usage = __doc__.strip().split("Usage: ", 1)[1]
-    if argv[:1] == ["plan"] and len(argv) in (3, 4):
-        return plan(Path(argv[1]), Path(argv[2]), Path(argv[3] if len(argv) == 4 else ".env"))
-    if argv[:1] == ["apply"] and len(argv) in (1, 2):
-        return apply(Path(argv[1] if len(argv) == 2 else ".env"))
-    print(f"Usage: {usage}", file=sys.stderr)
+    if argv[:1] in (["plan"], ["apply"]) and len(argv) in (2, 3):
+        step = plan if argv[0] == "plan" else apply
+        return step(Path(argv[1]), Path(argv[2] if len(argv) == 3 else ".env"))
+    print(f"Usage: {__doc__.strip().split('Usage: ', 1)[1]}", file=sys.stderr)
     return 2
 
 

@@ -177,7 +177,10 @@ def test_the_user_app_keeps_every_promise(user_project: Path, engine: str,
             with pytest.raises(ConnectionClosed) as closed:  # gunicorn: while it is sent
                 ws.send("x" * (4 * MiB))
                 ws.recv(timeout=10)
-        assert closed.value.rcvd is not None and closed.value.rcvd.code == 1009
+        # Closed with 1009 and never echoed. gunicorn closes while the client is still
+        # sending, and its close frame is then sometimes lost in the reset.
+        received = closed.value.rcvd
+        assert (received.code == 1009) if received else engine == "gunicorn", closed.value
         time.sleep(0.3)  # the last lines reach the log
         log = server.output()
 
