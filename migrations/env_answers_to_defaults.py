@@ -93,14 +93,14 @@ def apply(env_template: Path, env_file: Path) -> int:
     if not kept.exists():
         return 0
     answers = yaml.safe_load(kept.read_text()) or {}
-    kept.unlink()
-    if not env_file.exists():
-        return 0
-    text, dropped = migrate(env_file.read_text(), answers, env_template.read_text())
-    if dropped:
-        env_file.write_text(text)
-        print(f"{env_file}: the values rendered from the Copier answers are dropped "
-              "(config.py holds them now, so a changed answer takes effect); yours stay.")
+    if env_file.exists():
+        text, dropped = migrate(env_file.read_text(), answers, env_template.read_text())
+        if dropped:
+            env_file.write_text(text)
+            print(f"{env_file}: the values rendered from the Copier answers are dropped "
+                  "(config.py holds them now, so a changed answer takes effect); yours "
+                  "stay.")
+    kept.unlink()  # only once .env is done: a failure leaves them for the next update
     return 0
 
 

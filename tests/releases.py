@@ -37,3 +37,9 @@ def releases_before_head(root: Path) -> list[str]:
     tags = _git(root, "tag", "--merged", "HEAD", "--list", "v*").split()
     earlier = [t for t in tags if _git(root, "rev-list", "-n1", t).strip() != head]
     return sorted(earlier, key=lambda tag: Version(tag))
+
+
+def newest_release(root: Path) -> str:
+    """The tag `copier copy` takes without --vcs-ref: the newest by PEP 440."""
+    tags = _git(root, "tag", "--list", "v*").split()
+    return max(tags, key=lambda tag: Version(tag))

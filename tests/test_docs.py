@@ -88,5 +88,6 @@ def test_each_upgrade_note_the_suite_relies_on_is_in_the_docs() -> None:
     assert "app/routes/" in notes and "git checkout --theirs" in notes
     changelog = (TEMPLATE_ROOT / "CHANGELOG.md").read_text()
     releases = re.findall(r"^## (\d+\.\d+\.\d+)\n\nUpgrading from", changelog, re.M)
+    titles = re.findall(r"^- \*\*([^*]+)\*\*", notes, re.M)  # each note's bold title
     for release in releases:
-        assert f"{release}" in notes, f"no upgrade note for {release}"
+        assert any(release in title for title in titles), f"no upgrade note for {release}"

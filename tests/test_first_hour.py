@@ -34,7 +34,14 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import DEFAULT_PYTHON, TEMPLATE_ROOT, require_interpreter, server_process
+from tests import releases
+from tests.conftest import (
+    DEFAULT_PYTHON,
+    TEMPLATE_ROOT,
+    full_only,
+    require_interpreter,
+    server_process,
+)
 from tests.project_envs import UV
 
 COPIER = str(Path(sys.executable).with_name("copier"))
@@ -61,10 +68,13 @@ def user_environment(python_dir: str | None) -> dict[str, str]:
     return {**env, **GIT_USER}
 
 
-def render(destination: Path, *data: str) -> subprocess.CompletedProcess[str]:
+def render(destination: Path, *data: str, ref: str | None = "HEAD"
+           ) -> subprocess.CompletedProcess[str]:
+    """`ref=None`: Copier's default copy, the newest release, as a user gets it."""
     flags = [arg for item in data for arg in ("--data", item)]
+    refs = ["--vcs-ref", ref] if ref else []
     return subprocess.run(
-        [COPIER, "copy", "--trust", "--defaults", "--vcs-ref", "HEAD", *flags,
+        [COPIER, "copy", "--trust", "--defaults", *refs, *flags,
          str(TEMPLATE_ROOT), str(destination)],
         capture_output=True, text=True, timeout=120, env=user_environment(None),
     )
@@ -115,7 +125,8 @@ def git(project: Path, *args: str) -> str:
                           check=True).stdout
 
 
-def test_the_readme_quick_start_works_as_written(tmp_path: Path) -> None:
+@pytest.mark.parametrize("ref", ["HEAD", full_only(None)], ids=["head", "newest-release"])
+def test_the_readme_quick_start_works_as_written(tmp_path: Path, ref: str | None) -> None:
     if shutil.which("curl") is None:
         pytest.skip("curl is not installed: the Quick start's checks use it")
     interpreter = require_interpreter(DEFAULT_PYTHON)
@@ -125,8 +136,11 @@ def test_the_readme_quick_start_works_as_written(tmp_path: Path) -> None:
     started = time.monotonic()
     port = server_process.free_port()
     project = tmp_path / "my-service"
-    copy = render(project, f"port={port}")
+    copy = render(project, f"port={port}", ref=ref)
     assert copy.returncode == 0, copy.stdout + copy.stderr
+    if ref is None:  # what users get: the newest release, named in the answers
+        newest = releases.newest_release(TEMPLATE_ROOT)
+        assert f"_commit: {newest}\n" in (project / ".copier-answers.yml").read_text()
     assert "Quick start" in copy.stdout + copy.stderr  # _message_after_copy points there
     # Copier's task: a new repository on main, nothing committed (the user's first step).
     assert (project / ".git").is_dir(), "the new project is not a git repository"

@@ -4,9 +4,9 @@
 - Routers: a module in `app/routes/` that defines `router` is included; nothing to list.
 - Middleware: listed in MIDDLEWARE below, outermost first: a class (pure ASGI, or a
   Starlette BaseHTTPMiddleware), or `Middleware(CORSMiddleware, allow_origins=[...])`
-  as Starlette's docs write it. Yours run outside the template's refusals and 500s, so
-  every answer passes through them (app/middleware/__init__.py). For CORS alone, the
-  setting WEBSERVER_CORS_ORIGINS is enough.
+  as Starlette's docs write it. Yours run after the Host check and outside the
+  template's body limits and 500s, so those answers pass through them
+  (app/middleware/__init__.py). For CORS alone, WEBSERVER_CORS_ORIGINS is enough.
 - Lifespan: `lifespan` below runs in every worker of every engine; open pools before
   its `yield`, close them after. What it yields is `request.state` in each request.
 - Body limits of some routes (an upload route): BODY_LIMITS below, instead of raising

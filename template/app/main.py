@@ -14,7 +14,7 @@ from app import custom
 from app.api import demo, echo, health
 from app.core import tracing
 from app.core.config import PROJECT_NAME, get_settings
-from app.middleware import AROUND, WITHIN
+from app.middleware import AROUND, GUARDS, WITHIN
 from app.middleware.access_log import access_log_layer
 from app.middleware.cors import cors_layer
 from app.middleware.errors import ServerErrorMiddleware, configure_logging
@@ -57,12 +57,13 @@ def routers() -> list[APIRouter]:
 def middleware_layers(yours: Sequence[object] | None = None) -> tuple[object, ...]:
     """The whole stack, outermost first (app/middleware/__init__.py says why): metrics
     and the span, the request id, its access line, the headers every answer carries,
-    CORS (WEBSERVER_CORS_ORIGINS), yours, then the template's refusals and 500s. A 500
-    raised by a middleware of yours is answered just outside it, still with CORS."""
+    CORS (WEBSERVER_CORS_ORIGINS), the Host check, yours, then the template's body
+    limits and 500s. A 500 raised by a middleware of yours is answered just outside
+    it, still with CORS."""
     yours = custom.MIDDLEWARE if yours is None else yours
-    guard = (ServerErrorMiddleware,) if yours else ()
+    catch = (ServerErrorMiddleware,) if yours else ()
     return (*observability_layers(), *AROUND[:1], *access_log_layer(), *AROUND[1:],
-            *cors_layer(), *guard, *yours, *WITHIN)
+            *cors_layer(), *GUARDS, *catch, *yours, *WITHIN)
 
 
 def as_middleware(layer: object) -> Middleware:

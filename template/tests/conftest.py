@@ -1,4 +1,5 @@
-"""What every test of the project shares, the template's and yours.
+"""What every test of the project shares, the template's and yours: the `client`
+fixture (TestClient on the app as you built it, your lifespan run around the test).
 
 TestClient names the host `testserver`, which WEBSERVER_ALLOWED_HOSTS refuses with 400
 like any host it does not list. It is added here, before any test module is imported,
@@ -9,12 +10,28 @@ The servers the tests boot inherit it; the allowed-hosts tests set their own val
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
 
+import pytest
+from dotenv import dotenv_values
+from fastapi.testclient import TestClient
+
+from app.core.config import ENV_FILE
 from app.core.setting_specs import BY_NAME
 
 TEST_CLIENT_HOST = "testserver"
 
 _allowed = BY_NAME["allowed_hosts"]
-_hosts = os.environ.get(_allowed.env, str(_allowed.default))
+# The value the app would read: the environment's, else .env's, else the default.
+_hosts = (os.environ.get(_allowed.env) or dotenv_values(ENV_FILE).get(_allowed.env)
+          or str(_allowed.default))
 if _hosts.strip() != "*" and TEST_CLIENT_HOST not in _hosts.split(","):
     os.environ[_allowed.env] = f"{_hosts},{TEST_CLIENT_HOST}"
+
+
+@pytest.fixture
+def client() -> Iterator[TestClient]:
+    from app.main import create_app  # here: after the allowed hosts above are set
+
+    with TestClient(create_app()) as test_client:
+        yield test_client

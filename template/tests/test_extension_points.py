@@ -170,7 +170,7 @@ def test_cors_reaches_every_answer(settings: pytest.MonkeyPatch) -> None:
     assert preflight.status_code == 200
 
 
-@pytest.mark.parametrize("value", ["api", "//evil.example", "/a b", "/a?b"])
+@pytest.mark.parametrize("value", ["api", "//evil.example", "/a b", "/a?b", "/x';alert(1)"])
 def test_a_root_path_that_is_not_a_path_is_refused(settings: pytest.MonkeyPatch,
                                                      value: str) -> None:
     from app.core.config import SettingsError, load_settings
@@ -187,15 +187,17 @@ def test_the_path_prefix_from_the_setting_or_a_trusted_proxy(
     prefixed = {"X-Forwarded-Prefix": "/api"}
     with client(served) as trusted, client(served, peer="203.0.113.9") as stranger:
         by_setting = trusted.get("/yours/where").json()
-        not_stripped = trusted.get("/svc/yours/where").json()  # a proxy that kept it
+        # The prefix always goes in front: naming it in the path reaches no route.
+        named = trusted.get("/svc/yours/where").status_code
         by_proxy = trusted.get("/yours/where", headers=prefixed).json()
         forged = stranger.get("/yours/where", headers=prefixed).json()
-        hostile = trusted.get("/yours/where", headers={"X-Forwarded-Prefix": "//evil"}).json()
+        hostile = [trusted.get("/yours/where", headers={"X-Forwarded-Prefix": value}).json()
+                   for value in ("//evil", "/x';alert(1);'", "/a b", "/%2e%2e")]
     assert by_setting == {"url": f"{LOCAL}/svc/yours/where", "root_path": "/svc"}
-    assert not_stripped == by_setting
+    assert named == 404
     assert by_proxy == {"url": f"{LOCAL}/api/yours/where", "root_path": "/api"}
     assert forged == by_setting  # not a trusted proxy: its header is not believed
-    assert hostile == by_setting
+    assert hostile == [by_setting] * 4
 
 
 def test_a_websocket_message_over_the_cap_closes_with_1009(

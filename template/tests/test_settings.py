@@ -176,6 +176,25 @@ def test_an_unknown_app_name_like_none_is_one_note_and_the_service_starts(
         "ignored; to use it, declare it on AppSettings in app/custom.py.\n")
 
 
+class SecretSettings(BaseSettings):
+    model_config = SettingsConfigDict(env_prefix="APP_", env_file=".env", extra="ignore")
+    api_key: str
+    db_password: str = "changeme"
+
+
+def test_a_missing_app_setting_is_named_and_no_value_is_shown(
+    app_settings: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(custom, "AppSettings", SecretSettings)
+    monkeypatch.setattr(server, "serve", lambda *_: pytest.fail("the server was started"))
+    for name, value in {**WORKING_SETTINGS, "APP_DB_PASSWORD": "hunter2"}.items():
+        monkeypatch.setenv(name, value)
+    result = CliRunner().invoke(cli, ["serve", "--port", str(free_port())])
+    assert result.exit_code == 2, result.output
+    assert result.stderr == ("Cannot start: APP_API_KEY is required: set it in the "
+                             "environment or .env.\n")
+
+
 class PagedSettings(BaseSettings):
     model_config = SettingsConfigDict(env_prefix="APP_", env_file=".env", extra="ignore")
     page_size: int = 20

@@ -10,6 +10,7 @@ import difflib
 import io
 import ipaddress
 import os
+import re
 import stat
 from dataclasses import dataclass
 from functools import lru_cache
@@ -115,8 +116,8 @@ class Settings(_Declared):  # type: ignore[misc, valid-type]
         prefix = value.strip().rstrip("/")
         if prefix and not is_path_prefix(prefix):
             raise ValueError(
-                "give a path that starts with a single / and holds no spaces, ? or #, "
-                "such as /api, or nothing"
+                "give a path of plain segments (letters, digits, . _ ~ -), such as /api "
+                "or /team/api, or nothing"
             )
         return prefix
 
@@ -146,11 +147,14 @@ class Settings(_Declared):  # type: ignore[misc, valid-type]
         return loops.resolve_http(self.engine, self.http)
 
 
+PATH_PREFIX = re.compile(r"(/[A-Za-z0-9._~-]+)+")
+
+
 def is_path_prefix(prefix: str) -> bool:
-    """`/api`, `/team/api`: what WEBSERVER_ROOT_PATH and X-Forwarded-Prefix may be (a
-    leading // would read as another host in a Location header)."""
-    return (prefix.startswith("/") and not prefix.startswith("//") and prefix.isascii()
-            and prefix.isprintable() and not any(char in prefix for char in " ?#\\"))
+    """`/api`, `/team/api`: what WEBSERVER_ROOT_PATH and X-Forwarded-Prefix may be.
+    Plain segments only: FastAPI writes the prefix unescaped into the docs page, and a
+    leading // would read as another host in a Location header."""
+    return PATH_PREFIX.fullmatch(prefix) is not None
 
 
 def _proxy_refusal(item: str) -> str:
@@ -182,6 +186,9 @@ def describe(error: ValidationError, prefix: str = ENV_PREFIX) -> str:
             if spec and spec.wanted() and any(part in item["type"] for part in _DECLARED_ERRORS):
                 message = spec.wanted()
             name = f"{prefix}{str(item['loc'][0]).upper()}"
+            if item["type"] == "missing":  # its input is every value read: never shown
+                sentences.append(f"{name} is required: set it in the environment or .env.")
+                continue
             message = f"{name}={item['input']!r} is refused: {message[0].lower()}{message[1:]}."
         sentences.append(message)
     return " ".join(sentences)

@@ -8,12 +8,12 @@ log's client. Walking X-Forwarded-For from the right, each trusted proxy is skip
 the first other address is the client; an entry that is not an address ends the walk
 and the request keeps its peer's address (the proxy's), as nginx's realip module does.
 
-The path prefix a proxy serves the app under (WEBSERVER_ROOT_PATH, or a trusted
-proxy's X-Forwarded-Prefix, which wins) becomes the ASGI `root_path`, and the path
-is given it in front unless it has it already (a proxy that does not strip it), as
-uvicorn's own `root_path` does: routing takes it off again, and `url_for`,
-redirects, static files and the API docs put it back. A prefix that is not a plain
-path (`//evil.example`, a `?`) is ignored.
+The path prefix a proxy serves the app under and strips (WEBSERVER_ROOT_PATH, or a
+trusted proxy's X-Forwarded-Prefix, which wins) becomes the ASGI `root_path`, and the
+path is given it in front, as uvicorn's own `root_path` does: routing takes it off
+again, and `url_for`, redirects, static files and the API docs put it back. Always in
+front, so a client cannot reach a route by naming a prefix. The header's last value
+is the nearest proxy's; one that is not plain path segments is ignored.
 """
 
 from __future__ import annotations
@@ -109,8 +109,8 @@ class ForwardedHeadersMiddleware:
                 proto = value
             elif name == b"x-forwarded-for":
                 forwarded_for = value if forwarded_for is None else forwarded_for + b"," + value
-            elif name == b"x-forwarded-prefix" and prefix is None:
-                prefix = value
+            elif name == b"x-forwarded-prefix":
+                prefix = value  # the last line: the nearest proxy's
         if proto is not None:
             scheme = SCHEMES.get(proto.decode("latin-1").strip().lower())
             if scheme is not None:
@@ -121,16 +121,14 @@ class ForwardedHeadersMiddleware:
             if client is not None:
                 scope["client"] = client
         if prefix is not None:
-            text = prefix.decode("latin-1").partition(",")[0].strip().rstrip("/")
+            text = prefix.decode("latin-1").rpartition(",")[2].strip().rstrip("/")
             return text if is_path_prefix(text) else None
         return None
 
 
 def with_prefix(scope: Scope, prefix: str) -> None:
     scope["root_path"] = prefix
-    path = scope["path"]
-    if path != prefix and not path.startswith(prefix + "/"):
-        scope["path"] = prefix + path
-        raw = scope.get("raw_path")
-        if raw is not None:
-            scope["raw_path"] = prefix.encode("latin-1") + raw
+    scope["path"] = prefix + scope["path"]
+    raw = scope.get("raw_path")
+    if raw is not None:
+        scope["raw_path"] = prefix.encode("latin-1") + raw

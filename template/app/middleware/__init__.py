@@ -13,14 +13,17 @@ from app.middleware.security_headers import SecurityHeadersMiddleware
 from app.middleware.timing import TimingMiddleware
 from app.middleware.websocket_limits import WebSocketLimitsMiddleware
 
-# Outermost first, in two parts; create_app puts the access log after the request id,
-# and your middleware (MIDDLEWARE in app/custom.py) between the two parts:
+# Outermost first; create_app puts the access log after the request id, CORS
+# (WEBSERVER_CORS_ORIGINS) after AROUND, and your middleware (MIDDLEWARE in
+# app/custom.py) between GUARDS and WITHIN:
 # - AROUND: the request id and the headers every answer carries, around everything;
-# - WITHIN: the template's refusals (a host not allowed, a request over its limits) and
-#   500s, inside yours, so a CORS, GZip or BaseHTTPMiddleware of yours gets them as
-#   it gets your routes' answers, and a refusal raised while a route reads the body
-#   is answered before it could cross a middleware of yours.
+# - GUARDS: the Host check, before any code of yours sees a forged Host (a redirect of
+#   yours built from request.url would carry it);
+# - WITHIN: the template's body limits and 500s, inside yours, so a CORS, GZip or
+#   BaseHTTPMiddleware of yours gets them as it gets your routes' answers, and a
+#   refusal raised while a route reads the body is answered before it could cross a
+#   middleware of yours.
 AROUND = (RequestIdMiddleware, TimingMiddleware, SecurityHeadersMiddleware)
-WITHIN = (AllowedHostsMiddleware, ServerErrorMiddleware, RequestLimitsMiddleware,
-          WebSocketLimitsMiddleware)
-MIDDLEWARE = (*AROUND, *WITHIN)
+GUARDS = (AllowedHostsMiddleware,)
+WITHIN = (ServerErrorMiddleware, RequestLimitsMiddleware, WebSocketLimitsMiddleware)
+MIDDLEWARE = (*AROUND, *GUARDS, *WITHIN)
