@@ -9,6 +9,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from click.testing import Result
 from pydantic_settings import BaseSettings, SettingsConfigDict
 from typer.testing import CliRunner
 
@@ -182,15 +183,23 @@ class SecretSettings(BaseSettings):
     db_password: str = "changeme"
 
 
-def test_a_missing_app_setting_is_named_and_no_value_is_shown(
-    app_settings: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    monkeypatch.setattr(custom, "AppSettings", SecretSettings)
+def refused_with_app_settings(monkeypatch: pytest.MonkeyPatch, declared: type,
+                              given: dict[str, str]) -> Result:
+    """`serve` with `declared` as the app's AppSettings and `given` set: refused, exit 2."""
+    monkeypatch.setattr(custom, "AppSettings", declared)
     monkeypatch.setattr(server, "serve", lambda *_: pytest.fail("the server was started"))
-    for name, value in {**WORKING_SETTINGS, "APP_DB_PASSWORD": "hunter2"}.items():
+    for name, value in {**WORKING_SETTINGS, **given}.items():
         monkeypatch.setenv(name, value)
     result = CliRunner().invoke(cli, ["serve", "--port", str(free_port())])
     assert result.exit_code == 2, result.output
+    return result
+
+
+def test_a_missing_app_setting_is_named_and_no_value_is_shown(
+    app_settings: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    result = refused_with_app_settings(monkeypatch, SecretSettings,
+                                       {"APP_DB_PASSWORD": "hunter2"})
     assert result.stderr == ("Cannot start: APP_API_KEY is required: set it in the "
                              "environment or .env.\n")
 
@@ -203,12 +212,7 @@ class PagedSettings(BaseSettings):
 def test_a_bad_value_of_an_app_setting_is_one_sentence_and_exit_2(
     app_settings: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(custom, "AppSettings", PagedSettings)
-    monkeypatch.setattr(server, "serve", lambda *_: pytest.fail("the server was started"))
-    for name, value in {**WORKING_SETTINGS, "APP_PAGE_SIZE": "fifty"}.items():
-        monkeypatch.setenv(name, value)
-    result = CliRunner().invoke(cli, ["serve", "--port", str(free_port())])
-    assert result.exit_code == 2, result.output
+    result = refused_with_app_settings(monkeypatch, PagedSettings, {"APP_PAGE_SIZE": "fifty"})
     assert result.stderr.startswith("Cannot start: APP_PAGE_SIZE='fifty' is refused: ")
     assert "integer" in result.stderr
     assert len(result.stderr.strip().splitlines()) == 1

@@ -211,16 +211,24 @@ class _Prefix:
     strict: bool = True
 
 
+def _declared_app_settings() -> type[BaseSettings] | None:
+    from app import custom  # here, not at the top: custom.py may import this module
+
+    return getattr(custom, "AppSettings", None)
+
+
+def _env_prefix(settings: type[BaseSettings]) -> str:
+    return str(settings.model_config.get("env_prefix") or "").upper()
+
+
 def _app_prefix() -> _Prefix | None:
     """The user's APP_ settings: AppSettings in app/custom.py, which the template renders
     once and never rewrites, so its fields (and even its prefix) are read from it."""
-    from app import custom  # here, not at the top: custom.py may import this module
-
-    app_settings = getattr(custom, "AppSettings", None)
+    app_settings = _declared_app_settings()
     if app_settings is None:
         return None
     config = app_settings.model_config
-    prefix = str(config.get("env_prefix") or "").upper()
+    prefix = _env_prefix(app_settings)
     if not prefix or prefix.startswith(ENV_PREFIX) or ENV_PREFIX.startswith(prefix):
         # No prefix would claim every variable, and one overlapping WEBSERVER_ the server's.
         return None
@@ -295,16 +303,13 @@ def unknown_settings_refusal(env_file: str | Path = ENV_FILE) -> str | None:
 def app_settings_refusal() -> str | None:
     """A value of yours (AppSettings in app/custom.py) that does not parse, said before
     anything starts, as the server's are."""
-    from app import custom
-
-    app_settings = getattr(custom, "AppSettings", None)
+    app_settings = _declared_app_settings()
     if app_settings is None:
         return None
     try:
         app_settings()
     except ValidationError as error:
-        prefix = str(app_settings.model_config.get("env_prefix") or "").upper()
-        return describe(error, prefix)
+        return describe(error, _env_prefix(app_settings))
     return None
 
 
