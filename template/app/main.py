@@ -19,6 +19,7 @@ from app.middleware.access_log import access_log_layer
 from app.middleware.cors import cors_layer
 from app.middleware.errors import ServerErrorMiddleware, configure_logging
 from app.middleware.metrics import MetricsMiddleware
+from app.middleware.request_limits import BodySizeBeforeYoursMiddleware
 from app.middleware.start_headers import fused
 from app.middleware.tracing import TracingMiddleware
 from app.routes import discovered_routers
@@ -59,11 +60,12 @@ def middleware_layers(yours: Sequence[object] | None = None) -> tuple[object, ..
     and the span, the request id, its access line, the headers every answer carries,
     CORS (WEBSERVER_CORS_ORIGINS), the Host check, yours, then the template's body
     limits and 500s. A 500 raised by a middleware of yours is answered just outside
-    it, still with CORS."""
+    it, still with CORS, and a body it reads is held to the size limits there."""
     yours = custom.MIDDLEWARE if yours is None else yours
-    catch = (ServerErrorMiddleware,) if yours else ()
+    # Only with middleware of yours: a 500 it raises, and a body it reads.
+    before_yours = (ServerErrorMiddleware, BodySizeBeforeYoursMiddleware) if yours else ()
     return (*observability_layers(), *AROUND[:1], *access_log_layer(), *AROUND[1:],
-            *cors_layer(), *GUARDS, *catch, *yours, *WITHIN)
+            *cors_layer(), *GUARDS, *before_yours, *yours, *WITHIN)
 
 
 def as_middleware(layer: object) -> Middleware:

@@ -18,6 +18,7 @@ import pytest
 from fastapi import APIRouter, FastAPI, Request, WebSocket
 from fastapi.testclient import TestClient
 from starlette.middleware import Middleware
+from starlette.middleware.base import BaseHTTPMiddleware
 
 from app import custom
 from app.core.body_limits import BodyLimit
@@ -132,6 +133,31 @@ def test_your_lifespan_runs_and_its_state_reaches_requests(
         assert events == ["startup"]
         assert http.get("/pool").json() == {"pool": "opened"}
     assert events == ["startup", "shutdown"]
+
+
+def test_a_middleware_of_yours_reading_the_body_reads_no_more_than_the_limit(
+        settings: pytest.MonkeyPatch) -> None:
+    seen: list[int] = []
+
+    class ReadsTheBody(BaseHTTPMiddleware):
+        """A request logger as tutorials write it: the whole body read in dispatch."""
+
+        async def dispatch(self, request, call_next):  # type: ignore[no-untyped-def]
+            seen.append(len(await request.body()))
+            return await call_next(request)
+
+    def chunks(count: int) -> Iterator[bytes]:
+        yield from (b"x" * 65536 for _ in range(count))
+
+    limit = get_settings().max_body_size
+    settings.setattr(custom, "MIDDLEWARE", (ReadsTheBody,))
+    with client(create_app(user_routers=[router])) as http:
+        announced = http.post("/yours/upload", content=b"x" * (4 * limit))
+        chunked = http.post("/yours/upload", content=chunks(4 * limit // 65536))
+        assert seen == []  # neither body reached your middleware whole
+        small = http.post("/yours/upload", content=chunks(2))
+    assert (announced.status_code, chunked.status_code) == (413, 413)
+    assert (small.json(), seen) == ({"size": 131072}, [131072])
 
 
 def test_a_route_body_limit_holds_for_that_route_alone(settings: pytest.MonkeyPatch) -> None:

@@ -17,6 +17,7 @@ import pytest
 from starlette.middleware import Middleware
 
 import app.middleware as middleware_package
+from app import custom
 from app.core import tracing
 from app.core.config import get_settings
 from app.core.setting_specs import BY_NAME
@@ -79,6 +80,16 @@ def stack(app: Any) -> Any:
     return app
 
 
+class Passing:
+    """A middleware of yours that changes nothing."""
+
+    def __init__(self, app: Any) -> None:
+        self.app = app
+
+    def __call__(self, scope: Any, receive: Any, send: Any) -> Any:
+        return self.app(scope, receive, send)
+
+
 def installed(monkeypatch: pytest.MonkeyPatch, access_log: str) -> set[type]:
     """The classes in the stack create_app really builds, fused members included."""
     monkeypatch.setenv(BY_NAME["access_log"].env, access_log)
@@ -87,6 +98,8 @@ def installed(monkeypatch: pytest.MonkeyPatch, access_log: str) -> set[type]:
 
         monkeypatch.setenv("OTEL_TRACES_EXPORTER", "console")
         monkeypatch.setattr(tracing, "_provider", TracerProvider())
+        # and a middleware of yours, which brings the layers that run only before yours
+        monkeypatch.setattr(custom, "MIDDLEWARE", (*custom.MIDDLEWARE, Passing))
     get_settings.cache_clear()
     layer: Any = create_app().build_middleware_stack()
     found: set[type] = set()

@@ -154,6 +154,26 @@ class RequestLimitsMiddleware:
             body.finish()  # a body the app did not read to its end is no longer timed
 
 
+class BodySizeBeforeYoursMiddleware(RequestLimitsMiddleware):
+    """The size limits again, just before your middleware, when you have any: a
+    middleware of yours that reads the body (`await request.body()` in a
+    BaseHTTPMiddleware's dispatch, a request logger) reads it from the engine, outside
+    the template's limits, so a 1 GiB upload would be held whole. Here every body is
+    counted as it is read, announced or chunked, and a read past the limit is refused
+    (413) in your middleware's read. An announced body over its limit is still answered
+    inside yours when your middleware does not read it, so it gets your headers.
+
+    Not the time limit: its timer cancels the task waiting for the body, and above a
+    BaseHTTPMiddleware that is one of its own tasks; the limits inside yours time it."""
+
+    def with_body(self, scope: Scope, receive: Receive, send: Send) -> Awaitable[None]:
+        max_body, _ = self.limits(scope)
+        if max_body is None:
+            return self.app(scope, receive, send)
+        chunked = any(name == b"transfer-encoding" for name, _ in scope["headers"])
+        return self.guarded(scope, receive, send, max_body, None, chunked=chunked)
+
+
 class Body:
     """The engine's `receive`, counted and timed until the body's last chunk.
 
