@@ -43,6 +43,7 @@ from app.core.config import get_settings
 MAX_HEADERS = 100  # granian's (hyper's), zttp's and gunicorn's own cap, not a setting
 BODY_HEADERS = frozenset((b"content-length", b"transfer-encoding"))
 CLOSE = {"Connection": "close"}
+NOT_A_BYTE = -1  # a limit that refuses the first read
 
 
 class Refusal(HTTPException):
@@ -132,9 +133,13 @@ class RequestLimitsMiddleware:
                 return self.guarded(scope, receive, send, None, timeout, chunked=False)
         return self.guarded(scope, receive, send, max_body, timeout, chunked=chunked)
 
+    def counted(self, receive: Receive, limit: int | None, timeout: float | None,
+                chunked: bool) -> Body:
+        return Body(receive, limit, timeout, chunked)
+
     async def guarded(self, scope: Scope, receive: Receive, send: Send, limit: int | None,
                       timeout: float | None, *, chunked: bool) -> None:
-        body = Body(receive, limit, timeout, chunked)
+        body = self.counted(receive, limit, timeout, chunked)
         started = False
 
         def watched(message: Message) -> Awaitable[None]:
@@ -159,19 +164,28 @@ class BodySizeBeforeYoursMiddleware(RequestLimitsMiddleware):
     middleware of yours that reads the body (`await request.body()` in a
     BaseHTTPMiddleware's dispatch, a request logger) reads it from the engine, outside
     the template's limits, so a 1 GiB upload would be held whole. Here every body is
-    counted as it is read, announced or chunked, and a read past the limit is refused
-    (413) in your middleware's read. An announced body over its limit is still answered
-    inside yours when your middleware does not read it, so it gets your headers.
+    counted as it is read, announced or chunked, and the read after the one that
+    passed the limit is refused (413): no more than the limit and one chunk is held.
 
-    Not the time limit: its timer cancels the task waiting for the body, and above a
-    BaseHTTPMiddleware that is one of its own tasks; the limits inside yours time it."""
+    The read that passes the limit goes on, so when a route reads the body the limits
+    inside yours refuse it first: a refusal raised here under a BaseHTTPMiddleware's
+    call_next would cross its task groups and become a 500. Not the time limit
+    either: its timer cancels the waiting task, which there is one of theirs."""
 
     def with_body(self, scope: Scope, receive: Receive, send: Send) -> Awaitable[None]:
         max_body, _ = self.limits(scope)
         if max_body is None:
             return self.app(scope, receive, send)
-        chunked = any(name == b"transfer-encoding" for name, _ in scope["headers"])
-        return self.guarded(scope, receive, send, max_body, None, chunked=chunked)
+        for name, value in scope["headers"]:
+            # Announced over the limit: the template answers 413 inside yours without
+            # reading it, so only a middleware of yours ever reads it; refuse that read.
+            if name == b"content-length" and value.isdigit() and int(value) > max_body:
+                return self.guarded(scope, receive, send, NOT_A_BYTE, None, chunked=False)
+        return self.guarded(scope, receive, send, max_body, None, chunked=False)
+
+    def counted(self, receive: Receive, limit: int | None, timeout: float | None,
+                chunked: bool) -> Body:
+        return BodyPastTheLimit(receive, limit, timeout, chunked)
 
 
 class Body:
@@ -254,3 +268,19 @@ class Body:
         if self.timer is not None:
             self.timer.cancel()
             self.timer = None
+
+
+class BodyPastTheLimit(Body):
+    """Counts without a timer, and refuses the read after the one that passed the
+    limit (BodySizeBeforeYoursMiddleware says why that one goes on)."""
+
+    __slots__ = ()
+
+    def checked(self, message: Message) -> Message:
+        assert self.limit is not None
+        if self.read > self.limit:
+            self.finish()
+            raise refusal(TOO_LARGE)
+        if message["type"] == "http.request":
+            self.read += len(message.get("body", b""))
+        return message
