@@ -101,10 +101,12 @@ class RequestLimitsMiddleware:
         # A plain function handing back the app's awaitable when there is no body.
         if scope["type"] != "http":
             return self.app(scope, receive, send)
-        headers = scope["headers"]
-        if len(headers) > MAX_HEADERS:
+        if len(scope["headers"]) > MAX_HEADERS:
             return answer(send, TOO_MANY_HEADERS)
-        for name, _ in headers:
+        return self.body_or_not(scope, receive, send)
+
+    def body_or_not(self, scope: Scope, receive: Receive, send: Send) -> Awaitable[None]:
+        for name, _ in scope["headers"]:
             if name in BODY_HEADERS:
                 return self.with_body(scope, receive, send)
         if scope["http_version"] == "2":  # a body need not announce itself
@@ -171,6 +173,12 @@ class BodySizeBeforeYoursMiddleware(RequestLimitsMiddleware):
     inside yours refuse it first: a refusal raised here under a BaseHTTPMiddleware's
     call_next would cross its task groups and become a 500. Not the time limit
     either: its timer cancels the waiting task, which there is one of theirs."""
+
+    def __call__(self, scope: Scope, receive: Receive, send: Send) -> Awaitable[None]:
+        # The header count is answered inside yours (with your headers), as before.
+        if scope["type"] != "http":
+            return self.app(scope, receive, send)
+        return self.body_or_not(scope, receive, send)
 
     def with_body(self, scope: Scope, receive: Receive, send: Send) -> Awaitable[None]:
         max_body, _ = self.limits(scope)
