@@ -91,8 +91,10 @@ def require_interpreter(version: str) -> interpreters.Interpreter:
     found = interpreters.find(version)
     if found is None:
         tried = ", ".join(map(interpreters.describe, interpreters.candidates(version)))
-        tried = tried or "nothing on PATH, in pyenv or from get-python314.sh"
+        tried = tried or "nothing on PATH or in pyenv"
         message = f"no working Python {version} on this machine (tried: {tried})"
+        if version in interpreters.ROOTED_BY:
+            message += f"; run {interpreters.ROOTED_BY[version]} to add it"
         if version in REQUIRED_PYTHONS:
             pytest.fail(f"{message}; REQUIRED_PYTHONS lists it")
         pytest.skip(message)

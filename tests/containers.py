@@ -2,6 +2,8 @@
 
 No Docker engine and no registry here: `shared/container/get-podman.sh` installs podman
 and builds stand-in `python:3.X-slim` bases (3.11, 3.13, 3.14; Debian ships no 3.12).
+Python 3.15 is only in Debian's experimental suite, which get-podman.sh does not
+reach: its stand-in is built here, on the 3.14 one (`stand_in_from_experimental`).
 """
 
 from __future__ import annotations
@@ -11,6 +13,7 @@ import json
 import os
 import shutil
 import subprocess
+import tempfile
 import time
 import urllib.request
 from collections.abc import Iterator, Sequence
@@ -20,7 +23,23 @@ from pathlib import Path
 PODMAN = shutil.which("podman")
 # CI sets this: a missing podman or base image then fails instead of skipping.
 REQUIRED = os.environ.get("REQUIRE_CONTAINERS", "") not in ("", "0")
-STAND_IN_BASES = ("3.11", "3.13", "3.14")
+STAND_IN_BASES = ("3.11", "3.13", "3.14", "3.15")
+# Bases built here: Python version -> the stand-in it is built on.
+FROM_EXPERIMENTAL = {"3.15": "3.14"}
+# The archive's Release files are older than this VM's date: apt would call them expired.
+EXPERIMENTAL_BASE = """\
+FROM {base}
+RUN echo "deb http://deb.debian.org/debian experimental main" \\
+      > /etc/apt/sources.list.d/experimental.list \\
+ && printf 'Package: *\\nPin: release a=experimental\\nPin-Priority: 1\\n' \\
+      > /etc/apt/preferences.d/experimental \\
+ && apt-get -q -o Acquire::Check-Valid-Until=false update \\
+ && apt-get install -y -q -t experimental python{version} python{version}-venv \\
+ && apt-get clean && rm -rf /var/lib/apt/lists/* \\
+ && ln -sf /usr/bin/python{version} /usr/local/bin/python \\
+ && printf '#!/bin/sh\\nexec python{version} -m pip "$@"\\n' > /usr/local/bin/pip \\
+ && python -c "import sys; assert sys.version.startswith('{version}.')" && pip --version
+"""
 
 
 def base_image(python_version: str) -> str:
@@ -35,9 +54,31 @@ def missing(python_version: str) -> str | None:
         return (f"no python:{python_version}-slim base here: no registry is reachable and "
                 f"get-podman.sh builds stand-ins for {', '.join(STAND_IN_BASES)} only "
                 f"(Debian ships no Python {python_version} as its python3)")
+    if python_version in FROM_EXPERIMENTAL:
+        return stand_in_from_experimental(python_version)
     if podman("image", "exists", base_image(python_version), check=False).returncode:
         return (f"no {base_image(python_version)} image: run "
                 f"shared/container/get-podman.sh {python_version}")
+    return None
+
+
+def stand_in_from_experimental(python_version: str) -> str | None:
+    """Build python:X.Y-slim on an older stand-in, with Debian experimental's pythonX.Y
+    as `python` and `pip` (as the official image has them); why not, or None."""
+    image = base_image(python_version)
+    if not podman("image", "exists", image, check=False).returncode:
+        return None
+    older = FROM_EXPERIMENTAL[python_version]
+    if podman("image", "exists", base_image(older), check=False).returncode:
+        return (f"no {image} image: it is built on {base_image(older)}, which is missing "
+                f"(run shared/container/get-podman.sh {older})")
+    with tempfile.TemporaryDirectory() as context:
+        (Path(context) / "Containerfile").write_text(
+            EXPERIMENTAL_BASE.format(base=base_image(older), version=python_version))
+        built = podman("build", "--tag", image, context, check=False)
+    if built.returncode:
+        return (f"no {image} image: building it from Debian experimental failed:\n"
+                f"{built.stderr[-1500:]}")
     return None
 
 

@@ -2,7 +2,8 @@
 
 PATH first (`python3.12`), then pyenv's installed versions (its shims answer only for
 the global version, so `python3.12` on PATH may be a shim that fails), then a Debian
-root built by `get-python314.sh`, whose `py314-run` wrapper runs commands inside it.
+root built by `get-python314.sh` (and given 3.15 by `get-python315.sh`), whose
+`py314-run` wrapper runs commands inside it.
 """
 
 from __future__ import annotations
@@ -20,6 +21,9 @@ from pathlib import Path
 ROOT_BINDS = ("/tmp", str(Path(__file__).resolve().parents[1]))
 PY314_RUN = os.environ.get("PY314_RUN", "/var/tmp/python314/bin/py314-run")
 ROOTED_PYTHON = "/usr/bin/python{version}"
+# The scripts that put a Python into that root (3.15: Debian experimental, same root).
+ROOTED_BY = {"3.14": "shared/python314/get-python314.sh",
+             "3.15": "shared/python315/get-python315.sh"}
 ROOT_PASSED_ENV = (
     "SSL_CERT_FILE", "SSL_CERT_DIR", "UV_INDEX_URL", "UV_DEFAULT_INDEX",
     "HTTP_PROXY", "HTTPS_PROXY", "NO_PROXY", "http_proxy", "https_proxy", "no_proxy",

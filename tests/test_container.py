@@ -36,12 +36,14 @@ HADOLINT = str(Path(sys.executable).with_name("hadolint"))
 GRACE = 5  # WEBSERVER_GRACEFUL_TIMEOUT given to the drained container
 # defaults: locked, as after `make install` (the Dockerfile's UV_FROZEN path);
 # granian-first: unlocked, two workers (granian spawns them on 3.14); gunicorn-first:
-# two workers under its arbiter; python-3.12: no base image here, skipped with why.
-ANSWER_SETS = {**DEPLOY_ANSWER_SETS, "python-3.12": {"python_version": "3.12"}}
+# two workers under its arbiter; python-3.12: no base image here, skipped with why;
+# python-3.15: on a stand-in built from Debian experimental (tests/containers.py).
+ANSWER_SETS = {**DEPLOY_ANSWER_SETS, "python-3.12": {"python_version": "3.12"},
+               "python-3.15": {"python_version": "3.15"}}
 LOCKED = {"defaults"}
 # granian also runs in the defaults' image (switched to with -e WEBSERVER_ENGINE): its
 # own image is built by `make test-all` only.
-FULL_ONLY_SETS = {"granian-first"}
+FULL_ONLY_SETS = {"granian-first", "python-3.15"}
 
 
 def instructions(dockerfile: Path) -> list[tuple[str, str]]:

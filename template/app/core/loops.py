@@ -15,7 +15,7 @@ from typing import Literal
 Engine = Literal["uvicorn", "granian", "gunicorn"]
 PythonVersion = tuple[int, int]
 
-PYTHON_VERSIONS: tuple[str, ...] = ("3.11", "3.12", "3.13", "3.14")
+PYTHON_VERSIONS: tuple[str, ...] = ("3.11", "3.12", "3.13", "3.14", "3.15")
 AUTO = "auto"
 
 
