@@ -36,6 +36,7 @@ RUN echo "deb http://deb.debian.org/debian experimental main" \\
  && apt-get -q -o Acquire::Check-Valid-Until=false update \\
  && apt-get install -y -q -t experimental python{version} python{version}-venv \\
  && apt-get clean && rm -rf /var/lib/apt/lists/* \\
+ && rm -f /usr/lib/python3*/EXTERNALLY-MANAGED \\
  && ln -sf /usr/bin/python{version} /usr/local/bin/python \\
  && printf '#!/bin/sh\\nexec python{version} -m pip "$@"\\n' > /usr/local/bin/pip \\
  && python -c "import sys; assert sys.version.startswith('{version}.')" && pip --version

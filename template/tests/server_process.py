@@ -58,7 +58,10 @@ def running_server(
     port = free_port()
     env = {"WEBSERVER_METRICS_PORT": str(free_port(besides=port)), **(env or {})}
     program = program or [*python, "-m", "app"]
-    command = [*program, "serve", "--host", "127.0.0.1", "--port", str(port), *args]
+    # The metrics port as a flag too: a program run inside a root (py314-run) gets only
+    # the environment its runner hands over, and 9464 may be taken by a service here.
+    command = [*program, "serve", "--host", "127.0.0.1", "--port", str(port),
+               "--metrics-port", env["WEBSERVER_METRICS_PORT"], *args]
     with tempfile.TemporaryDirectory() as logs:
         log = Path(logs) / "server.log"
         with log.open("wb") as sink:
