@@ -22,9 +22,9 @@ import pytest
 from starlette.requests import Request
 
 from app.core import loops
-from app.core.config import get_settings
-from app.core.forwarded import ForwardedHeadersMiddleware
 from app.middleware.access_log import escaped
+from serving.forwarded import ForwardedHeadersMiddleware
+from serving.settings import get_settings
 from tests.server_process import Server, running_server
 
 PEER = "127.0.0.1"

@@ -20,10 +20,10 @@ import httpx
 import pytest
 
 from app.core import loops
-from app.core.config import get_settings
-from app.core.setting_specs import BY_NAME
 from app.middleware.allowed_hosts import AllowedHostsMiddleware
 from app.middleware.security_headers import SECURITY_HEADERS
+from serving.setting_specs import BY_NAME
+from serving.settings import get_settings
 from tests.request_set import handshake, status_line
 from tests.server_process import running_server
 

@@ -27,8 +27,8 @@ from websockets.exceptions import ConnectionClosed, InvalidStatus
 from websockets.sync.client import connect
 
 from app.core import loops
-from app.core.setting_specs import BY_NAME
 from app.middleware.request_limits import MAX_HEADERS, RequestLimitsMiddleware
+from serving.setting_specs import BY_NAME
 from tests.server_process import running_server
 
 slow = pytest.mark.slow  # the tests that boot servers; the in-process ones at the end are not

@@ -18,14 +18,14 @@ from starlette.middleware import Middleware
 
 import app.middleware as middleware_package
 from app.core import tracing
-from app.core.config import get_settings
-from app.core.setting_specs import BY_NAME
 from app.custom import MIDDLEWARE as CUSTOM_MIDDLEWARE
 from app.main import create_app
 from app.middleware import MIDDLEWARE
 from app.middleware.access_log import FORMATS as ACCESS_LOG_FORMATS
 from app.middleware.access_log import AccessLogMiddleware
 from app.middleware.start_headers import StartHeadersMiddleware, fused
+from serving.setting_specs import BY_NAME
+from serving.settings import get_settings
 
 START = {"type": "http.response.start", "status": 200,
          "headers": [(b"content-type", b"text/plain"), (b"x-downstream", b"kept")]}

@@ -335,7 +335,7 @@ def http_engine_value(engine: str, http: str) -> str:
 
 @dataclass(frozen=True)
 class FeatureSpec:
-    """How each engine honours a setting (app/core/setting_specs.py), or why it cannot."""
+    """How each engine honours a setting (serving/setting_specs.py), or why it cannot."""
 
     setting: str
     # engine -> the engine's own option that carries the setting
@@ -370,12 +370,12 @@ FEATURES: dict[str, FeatureSpec] = {
                                 "to send a request's headers)",
                      "gunicorn": "keepalive"}),
         FeatureSpec("header_timeout",
-                    {"uvicorn": "the launcher's protocol (app/core/head_limits.py) closes "
+                    {"uvicorn": "the launcher's protocol (serving/head_limits.py) closes "
                                 "a head not complete in time",
                      "granian": "http1_settings.header_read_timeout, one timer with "
                                 "WEBSERVER_KEEPALIVE_TIMEOUT (from the last response): "
                                 "the larger of the two",
-                     "gunicorn": "the launcher's asgi worker (app/core/head_limits.py) "
+                     "gunicorn": "the launcher's asgi worker (serving/head_limits.py) "
                                  "closes a head not complete in time"}),
         FeatureSpec("max_header_size",
                     {"uvicorn": "the launcher's protocol: 431 past it (zttp stops at its "
