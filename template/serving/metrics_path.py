@@ -13,8 +13,8 @@ class MetricsPathMiddleware:
         self.app = app
         self.metrics = asgi_app()
 
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+    def __call__(self, scope: Scope, receive: Receive, send: Send):  # -> an awaitable
+        # Not a coroutine of its own: the app's awaitable, one frame less per request.
         if scope["type"] == "http" and scope["path"] == METRICS_PATH:
-            await self.metrics(scope, receive, send)
-            return
-        await self.app(scope, receive, send)
+            return self.metrics(scope, receive, send)
+        return self.app(scope, receive, send)
