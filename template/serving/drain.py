@@ -2,7 +2,7 @@
 
 When a listening socket closes, the kernel resets each connection still waiting in
 its accept queue, request bytes and all: at saturation 1-40 of ~3,000 requests on
-either engine (docs/reliability.md). On SIGTERM the launcher first makes the listener
+uvicorn and granian alike (docs/reliability.md). On SIGTERM the launcher first makes the listener
 drop new SYNs (a socket filter: a client then sees its connect retried, and refused
 once the server is gone, never a reset after it sent a request), waits while the
 engine accepts and serves what is queued, and only then hands the signal on.

@@ -113,7 +113,7 @@ def test_local_names_are_served_and_no_name_is_not(served: Served) -> None:
     # The redirect from /health to /health/ names the host as the request did.
     assert [(status, location) for _, status, location in served.local] == [
         (307, f"http://{host}/health/") for host, _, _ in served.local]
-    # None named (HTTP/1.0): refused on both engines (granian hands the app an empty Host).
+    # None named (HTTP/1.0): refused on every engine (granian hands the app an empty Host).
     assert served.no_host.split(" ")[1] == "400"
 
 

@@ -271,8 +271,8 @@ def test_every_accepted_proxy_list_is_honoured_by_the_middleware(
 ) -> None:
     """What WEBSERVER_TRUSTED_PROXIES accepts, the proxy-headers middleware
     (serving/forwarded.py, on every engine) matches: an address of every entry is
-    trusted. `10.0.0.1/8` and a `*` among others were accepted and then matched nothing
-    (refused now: BAD_SETTINGS)."""
+    trusted. `10.0.0.1/8` and a `*` among others, which would match nothing, are
+    refused (BAD_SETTINGS)."""
     import ipaddress
 
     from serving.forwarded import TrustedProxies
@@ -341,9 +341,9 @@ OTHER_BAD_ENV_FILES = [
 def test_a_bad_env_file_stops_serve_with_one_sentence_naming_it(
     make: Callable[[Path], object], sentence: str, tmp_path: Path
 ) -> None:
-    """Through the real CLI: before, a traceback of 100+ lines (not UTF-8, unreadable),
-    or a start without the file's settings (a directory, a pipe, a broken link, a line
-    python-dotenv skips with a warning)."""
+    """Through the real CLI: one sentence, not a traceback of 100+ lines (not UTF-8,
+    unreadable), nor a start without the file's settings (a directory, a pipe, a broken
+    link, a line python-dotenv skips with a warning)."""
     project = tmp_path.resolve()
     env_file = project / ".env"
     make(env_file)

@@ -109,7 +109,7 @@ async def _concurrent(url: str, count: int) -> tuple[list[int], float]:
 
 @pytest.mark.parametrize("engine", honouring("max_concurrency"))
 def test_max_concurrency_past_the_cap(engine: str) -> None:
-    """Requests of 200 ms against a cap of 2: one alone passes on both engines; 4 at once
+    """Requests of 200 ms against a cap of 2: one alone passes on each engine; 4 at once
     get 503 from uvicorn, which counts open connections (the request's own included)
     against the cap, and all wait their turn under granian (docs/deploy.md)."""
     url_args = ["--engine", engine, "--max-concurrency", "2"]
@@ -150,7 +150,7 @@ def _pids_under_load(url: str, requests: int, seconds: float, pause: float = 0.0
 # (engine, arguments, requests and seconds of load at least, workers, failed requests
 # tolerated per recycle)
 RECYCLING = [
-    # Both engines can drop the request that lands as a recycled worker shuts down:
+    # uvicorn and granian can drop the request that lands as a recycled worker shuts down:
     # uvicorn about one per recycle on 3.13 and 4 in 3 recycles on 3.14 (its workers
     # spawn slowly, so both can be down at once), granian one in a loaded suite run
     # (docs/deploy.md). Tolerated and counted: at most 2 (uvicorn), 1 (granian).

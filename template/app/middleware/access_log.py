@@ -1,4 +1,4 @@
-"""One access log line per request, the same on both engines (theirs are off).
+"""One access log line per request, the same on every engine (theirs are off).
 
 Fields: time (UTC), client (request.client: an address, serving/forwarded.py),
 method, path, status, duration in ms, request id, and the trace id when OpenTelemetry
