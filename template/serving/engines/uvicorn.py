@@ -1,13 +1,12 @@
-"""uvicorn: options (`config`), run (one process, its reloader, or a supervisor),
-drain on SIGTERM, and its protocols with the head limits (serving/head_limits.py),
-handed to its public `http=` option, one per parser.
+"""uvicorn: options (`config`), run (one process, its reloader, or a supervisor), drain
+on SIGTERM, and its protocols with the head limits (serving/head_limits.py), one per
+parser, handed to its public `http=` option.
 
-- Workers: uvicorn's own supervisor replaces every worker that dies. `WorkerSupervisor`
-  always replaces one that exits 0 (recycled by `limit_max_requests`); one that dies
-  otherwise only with WEBSERVER_RESPAWN_FAILED_WORKERS=true, and else the server stops
-  with exit code 1, for the orchestrator to restart, as granian does.
-- Drain: both take the connections already queued before they let uvicorn close the
-  listener, which would reset them (serving/drain.py).
+uvicorn's own supervisor replaces every worker that dies. `WorkerSupervisor` always
+replaces one that exits 0 (recycled by `limit_max_requests`), one that dies otherwise
+only with WEBSERVER_RESPAWN_FAILED_WORKERS=true, and else stops the server (exit 1).
+Both it and `DrainingServer` take the connections already queued before they let
+uvicorn close the listener, which would reset them (serving/drain.py).
 """
 
 from __future__ import annotations
@@ -34,8 +33,7 @@ from serving.settings import Settings
 NAME = "uvicorn"
 RELOADS_ITSELF = True  # its reloader already survives a bad save
 WS_PING_TIMEOUT = 20.0
-# uvicorn's default, kept when WEBSERVER_WS_MAX_MESSAGE_SIZE=0.
-WS_MAX_MESSAGE_SIZE = 16 * 1024 * 1024
+WS_MAX_MESSAGE_SIZE = 16 * 1024 * 1024  # uvicorn's default, kept for 0
 RECYCLED = 0  # a worker's exit code after `limit_max_requests`
 logger = logging.getLogger("uvicorn.error")
 
@@ -44,8 +42,7 @@ def config(settings: Settings, loop: str) -> uvicorn.Config:
     return uvicorn.Config(
         APP_TARGET,
         factory=True,
-        host=settings.host,
-        port=settings.port,
+        host=settings.host, port=settings.port,
         workers=settings.workers,
         reload=settings.reload,
         reload_dirs=[str(APP_DIR)] if settings.reload else None,
@@ -147,9 +144,8 @@ class WorkerSupervisor(Multiprocess):
 # -- the head limits, mixed into each of uvicorn's protocols --------------------------
 
 class HeadLimits:
-    """The head timer, and 431 for a head a parser found too large. uvicorn's protocols
-    share the names used here (`cycle`, `loop`, `transport`, `send_400_response`,
-    `handle_websocket_upgrade`)."""
+    """The head timer, and 431 for a head a parser found too large, on the names
+    uvicorn's protocols share (`cycle`, `send_400_response`, ...)."""
 
     cycle: Any
     loop: asyncio.AbstractEventLoop
@@ -172,8 +168,7 @@ class HeadLimits:
             self.stop_head_timer()
         elif (self.head_timer is None and (cycle is None or cycle.response_complete)
               and not self.upgraded and not self.transport.is_closing()):
-            # The first bytes of a head not complete yet: time it. (A body the app
-            # answered unread counts too: closing once its answer is out is harmless.)
+            # A head begun, not complete: time it (a body left unread counts: harmless).
             self.head_timer = self.loop.call_later(self.head_timeout, self.head_too_slow)
 
     def feed(self, data: bytes) -> None:
@@ -212,8 +207,7 @@ class HeadLimits:
 
 
 class HeadGuard(HeadLimits):
-    """For a parser that reads a head whole, however long (httptools; h11 when the head
-    arrives in one read): it is handed at most `max_head` bytes of one."""
+    """Hands a parser that reads a head whole (httptools; h11 in one read) `max_head`."""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -288,8 +282,7 @@ def zttp_limits() -> type:
 # Built when uvicorn imports one by name (`http=`): a worker loads only its own
 # parser's module (tests/test_boot.py looks at what it loaded).
 PROTOCOLS = {"httptools": "HttpToolsLimits", "h11": "H11Limits", "zttp": "ZttpLimits"}
-BUILDERS = {"HttpToolsLimits": httptools_limits, "H11Limits": h11_limits,
-            "ZttpLimits": zttp_limits}
+BUILDERS = dict(HttpToolsLimits=httptools_limits, H11Limits=h11_limits, ZttpLimits=zttp_limits)
 
 
 def protocol(parser: str) -> str:
