@@ -36,6 +36,7 @@ RELOADS_ITSELF = False
 APP_TARGET = f"{__name__}:served_app"
 RSS_SAMPLE_SECONDS = 5
 REFUSE_SIGNAL = signal.SIGUSR2
+STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT)
 
 
 def options(settings: Settings, loop: str) -> dict[str, object]:
@@ -92,6 +93,11 @@ def run(settings: Settings, loop: str) -> None:
 
 def served_app() -> ASGIApp:
     """In each worker: the served app, and its listener refused on REFUSE_SIGNAL."""
+    # A forked worker inherits the main process's handlers, the drain's among them, until
+    # granian sets its own once the app is built: a worker stopped while it imports the
+    # app must stop, not drain the main process's listener and serve on.
+    for number in STOP_SIGNALS:
+        signal.signal(number, signal.SIG_DFL)
     refuse_on_signal(get_settings().port)
     return create_served_app()
 
