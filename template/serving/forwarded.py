@@ -57,7 +57,7 @@ def host_and_port(entry: str) -> tuple[str, int]:
 
 
 class TrustedProxies:
-    """WEBSERVER_TRUSTED_PROXIES: `*`, or addresses and networks (config.py checks it)."""
+    """WEBSERVER_TRUSTED_PROXIES: `*`, or addresses and networks (settings.py checks it)."""
 
     def __init__(self, listed: str) -> None:
         entries = [entry.strip() for entry in listed.split(",") if entry.strip()]

@@ -1,9 +1,9 @@
 """Every setting, declared once: name, type, default, bounds and one line of help.
 
-The Settings model (config.py), the `serve` options, `.env.example`, the settings
+The Settings model (settings.py), the `serve` options, `.env.example`, the settings
 tables of the README and the docs, what the launcher hands its workers, and the words
 refusing a value out of bounds (at start and in the Copier questions) are all derived
-from SETTINGS. Which engine honours which setting, and how, is in loops.py
+from SETTINGS. Which engine honours which setting, and how, is in app/core/loops.py
 (FEATURES). Plain Python with no third-party imports: the template's Copier extension
 loads this file to render `.env.example` and the README before anything is installed.
 """

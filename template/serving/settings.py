@@ -1,4 +1,6 @@
-"""Settings from the environment and `.env`, checked against the loop matrix.
+"""The server's settings (WEBSERVER_*) from the environment and `.env`, checked against
+the loop matrix. Your app's own settings are `AppSettings` in app/custom.py; this module
+checks their names too.
 
 The fields are declared once, in serving/setting_specs.py; this module builds the
 model from them and adds the checks that span several settings.
