@@ -61,7 +61,7 @@ def load_template_package(name: str) -> ModuleType:
 
 
 loops = load_template_module("app/core/loops.py")
-setting_specs = load_template_module("app/core/setting_specs.py")
+setting_specs = load_template_module("serving/setting_specs.py")
 
 
 @dataclass(frozen=True)

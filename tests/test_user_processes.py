@@ -4,7 +4,7 @@ A rendered project whose `customize` (app/custom.py) starts a helper process, an
 thread that starts another one a moment later, as a user's code may. Each engine's
 workers build the app; SIGTERM must stop those processes as it stops any other. A
 signal mask a worker held while the app was built would pass to them for good
-(gunicorn's did, for a day: docs/engines.md).
+(docs/engines.md).
 """
 
 from __future__ import annotations
@@ -18,6 +18,8 @@ import pytest
 
 from extensions.matrix import loops
 from tests.conftest import DEFAULT_PYTHON, environment_for, server_process
+
+running = server_process.running  # alive, and not a zombie: the project's own check
 
 CUSTOMIZE = '''def customize(app: FastAPI) -> None:
     """Called last by `create_app`, with every route and middleware in place."""
@@ -39,13 +41,6 @@ CUSTOMIZE = '''def customize(app: FastAPI) -> None:
 
     threading.Thread(target=later, daemon=True).start()
 '''
-
-
-def running(pid: int) -> bool:
-    try:
-        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
-    except FileNotFoundError:
-        return False
 
 
 @pytest.fixture(scope="module")

@@ -56,8 +56,8 @@ def edited_project(copie_session) -> Path:
     assert result.exit_code == 0, result.exception
     project = result.project_dir
     health, demo = project / "app/api/health.py", project / "app/api/demo.py"
-    edit(health, "from app.core.config import get_settings\n",
-         "from app.core.config import get_settings\n" + GUARD)
+    edit(health, "from serving.settings import get_settings\n",
+         "from serving.settings import get_settings\n" + GUARD)
     edit(health, '@router.get("/detailed")',
          '@router.get("/detailed", dependencies=[Depends(require_token)])')
     edit(demo, "from fastapi import APIRouter, Query, Request\n",

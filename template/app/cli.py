@@ -11,8 +11,8 @@ from rich.table import Table
 from typer.core import TyperGroup
 
 from app.core import loops, matrix_markdown, tracing
-from app.core.config import PROJECT_SLUG, SettingsError, load_settings, unknown_settings
-from app.core.setting_specs import SETTINGS, SettingSpec
+from serving.setting_specs import SETTINGS, SettingSpec
+from serving.settings import PROJECT_SLUG, SettingsError, load_settings, unknown_settings
 
 cli = typer.Typer(
     name=PROJECT_SLUG,
@@ -29,7 +29,7 @@ cli = typer.Typer(
 
 def serve(**flags: object) -> None:
     """Start the web server. Flags override the environment and .env for this run."""
-    from app.core import server
+    from serving import launcher
 
     try:
         settings = load_settings(**flags)
@@ -40,13 +40,13 @@ def serve(**flags: object) -> None:
     if reason := tracing.refusal():  # the OTEL_* variables (docs/observability.md)
         refuse(reason)
     try:
-        address = server.listen_address(settings.host, settings.port)
+        address = launcher.listen_address(settings.host, settings.port)
         if settings.metrics == "port":
-            server.listen_address(settings.host, settings.metrics_port,
+            launcher.listen_address(settings.host, settings.metrics_port,
                                   where="--metrics-port, WEBSERVER_METRICS_PORT")
-    except server.ListenError as error:
+    except launcher.ListenError as error:
         refuse(str(error))
-    server.serve(settings.model_copy(update={"host": address}))
+    launcher.serve(settings.model_copy(update={"host": address}))
 
 
 def _serve_option(spec: SettingSpec) -> inspect.Parameter:
@@ -60,7 +60,7 @@ def _serve_option(spec: SettingSpec) -> inspect.Parameter:
     )
 
 
-# One option per declared setting, built from the declaration (app/core/setting_specs.py).
+# One option per declared setting, built from the declaration (serving/setting_specs.py).
 SERVE_OPTIONS = [_serve_option(spec) for spec in SETTINGS]
 serve.__signature__ = inspect.Signature(SERVE_OPTIONS)  # type: ignore[attr-defined]
 serve.__annotations__ = {spec.name: spec.kind | None for spec in SETTINGS}

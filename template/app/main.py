@@ -1,4 +1,4 @@
-"""The FastAPI application factory (served through `app.core.server:create_served_app`)."""
+"""The FastAPI application factory (served through `serving.served_app:create_served_app`)."""
 
 from __future__ import annotations
 
@@ -13,7 +13,6 @@ from starlette.middleware import Middleware
 from app import custom
 from app.api import demo, echo, health
 from app.core import tracing
-from app.core.config import PROJECT_NAME, get_settings
 from app.middleware import AROUND, GUARDS, WITHIN
 from app.middleware.access_log import access_log_layer
 from app.middleware.cors import cors_layer
@@ -23,6 +22,7 @@ from app.middleware.request_limits import BodySizeBeforeYoursMiddleware
 from app.middleware.start_headers import fused
 from app.middleware.tracing import TracingMiddleware
 from app.routes import discovered_routers
+from serving.settings import PROJECT_NAME, get_settings
 
 STATIC_DIR = Path(__file__).parent / "static"
 # FastAPI's documentation routes, off unless WEBSERVER_API_DOCS (docs/security.md).

@@ -66,10 +66,10 @@ def owning_router(routers: Sequence[APIRouter], route: Route) -> APIRouter:
 def variants(route: Route, extra_routers: Sequence[APIRouter] = ()) -> list[Variant]:
     """`extra_routers` are included after the app's own, as routers of app/routes/ are."""
     from app.core.metrics import MULTIPROC_ENV, server_metrics
-    from app.core.server import create_served_app
     from app.main import create_app, observability_layers, routers
     from app.middleware import MIDDLEWARE
     from app.routes import discovered_routers
+    from serving.served_app import create_served_app
 
     user_routers = [*discovered_routers(), *extra_routers]
 

@@ -16,8 +16,8 @@ import pytest
 from dotenv import dotenv_values
 from fastapi.testclient import TestClient
 
-from app.core.config import ENV_FILE
-from app.core.setting_specs import BY_NAME
+from serving.setting_specs import BY_NAME
+from serving.settings import ENV_FILE
 
 TEST_CLIENT_HOST = "testserver"
 

@@ -22,9 +22,9 @@ import pytest
 from starlette.requests import Request
 
 from app.core import loops
-from app.core.config import get_settings
-from app.core.forwarded import ForwardedHeadersMiddleware
 from app.middleware.access_log import escaped
+from serving.forwarded import ForwardedHeadersMiddleware
+from serving.settings import get_settings
 from tests.server_process import Server, running_server
 
 PEER = "127.0.0.1"
@@ -128,9 +128,10 @@ def test_a_hostile_path_makes_one_line_that_reads_back_as_sent(served: Served) -
 
 
 def test_a_forwarded_client_that_is_not_an_address_is_not_believed(served: Served) -> None:
-    """From a trusted proxy, X-Forwarded-For text became request.client and the log's
-    client field; now the request keeps its peer's address. The log writes the scope's
-    client as the app saw it (request.client reads the same; in-process test below)."""
+    """From a trusted proxy, X-Forwarded-For text that is not an address is not made
+    request.client nor the log's client field: the request keeps its peer's address.
+    The log writes the scope's client as the app saw it (request.client reads the same;
+    in-process test below)."""
     for value in NOT_ADDRESSES:
         request_id = served.get("/health/", {"X-Forwarded-For": value})
         assert served.logged(request_id)["client"] == PEER, value

@@ -13,7 +13,7 @@ import pytest
 import typer
 
 from app.cli import cli
-from app.core.setting_specs import SETTINGS
+from serving.setting_specs import SETTINGS
 from tests.server_process import PROJECT_DIR
 
 COLUMNS = 80

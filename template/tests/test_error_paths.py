@@ -26,9 +26,9 @@ from fastapi.testclient import TestClient
 
 from app import custom
 from app.core import loops
-from app.core.config import get_settings
 from app.main import create_app
 from app.middleware.security_headers import SECURITY_HEADERS
+from serving.settings import get_settings
 from tests.request_set import handshake, status_line
 from tests.server_process import PROJECT_DIR, running_server
 

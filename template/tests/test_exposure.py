@@ -20,10 +20,10 @@ import httpx
 import pytest
 
 from app.core import loops
-from app.core.config import get_settings
-from app.core.setting_specs import BY_NAME
 from app.middleware.allowed_hosts import AllowedHostsMiddleware
 from app.middleware.security_headers import SECURITY_HEADERS
+from serving.setting_specs import BY_NAME
+from serving.settings import get_settings
 from tests.request_set import handshake, status_line
 from tests.server_process import running_server
 
@@ -113,7 +113,7 @@ def test_local_names_are_served_and_no_name_is_not(served: Served) -> None:
     # The redirect from /health to /health/ names the host as the request did.
     assert [(status, location) for _, status, location in served.local] == [
         (307, f"http://{host}/health/") for host, _, _ in served.local]
-    # None named (HTTP/1.0): refused on both engines (granian hands the app an empty Host).
+    # None named (HTTP/1.0): refused on every engine (granian hands the app an empty Host).
     assert served.no_host.split(" ")[1] == "400"
 
 

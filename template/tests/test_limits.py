@@ -27,8 +27,8 @@ from websockets.exceptions import ConnectionClosed, InvalidStatus
 from websockets.sync.client import connect
 
 from app.core import loops
-from app.core.setting_specs import BY_NAME
 from app.middleware.request_limits import MAX_HEADERS, RequestLimitsMiddleware
+from serving.setting_specs import BY_NAME
 from tests.server_process import running_server
 
 slow = pytest.mark.slow  # the tests that boot servers; the in-process ones at the end are not
@@ -211,7 +211,7 @@ def test_a_chunked_body_over_the_limit_gets_413(defaults: Served) -> None:
 @slow
 def test_memory_stays_bounded_under_64_mib_uploads(defaults: Served) -> None:
     """Peak RSS of the worker (VmHWM, reset first) over a 64 MiB upload, announced and
-    chunked: both engines held the whole body before (2.16 GB for 1 GiB)."""
+    chunked (held whole, a 1 GiB body would take 2.16 GB)."""
     pid = defaults.pid
     Path(f"/proc/{pid}/clear_refs").write_text("5")  # VmHWM back to the current RSS
     before = memory_kib(pid, "VmRSS")
@@ -332,10 +332,10 @@ def test_slow_clients_with_no_cap_leave_normal_requests_alone(defaults: Served) 
 
 @slow
 def test_slow_clients_past_the_cap_lock_nobody_out_for_long(capped: Served) -> None:
-    """As many slow bodies as the cap of 20, and 5 slow heads: uvicorn answered every
-    other request 503, granian left it waiting, for as long as they trickled. Now the
-    slow bodies get 408 and the slow heads are closed after the timeouts (2 s), and a
-    normal request is answered soon after."""
+    """As many slow bodies as the cap of 20, and 5 slow heads: the slow bodies get 408
+    and the slow heads are closed after the timeouts (2 s), and a normal request is
+    answered soon after (left to the engines, uvicorn answers every other request 503
+    and granian leaves it waiting, for as long as they trickle)."""
     seen = asyncio.run(slowloris(capped.port, 5, CAP, 8, capped.url))
     normal = seen["normal"]
     served = [at for at, answer, _ in normal if answer == 200]

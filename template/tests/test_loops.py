@@ -138,3 +138,14 @@ def test_engines_markdown_covers_every_python_and_parser() -> None:
         for engine in loops.ENGINES:
             assert f"| {python} | {engine} |" in result.output
     assert all(f"`{name}`" in result.output for name in loops.HTTP_POLICIES)
+
+
+def test_the_matrix_makes_the_claims_the_tuning_tests_hold_engines_to() -> None:
+    """tests/test_tuning.py boots each engine listed there for its setting: each must
+    still honour it in the matrix, or be refused with the matrix's sentence."""
+    from tests.test_tuning import HONOURED_BY
+
+    for setting, engines in HONOURED_BY.items():
+        claimed = tuple(engine for engine in loops.ENGINES
+                        if engine in loops.FEATURES[setting].honoured_by)
+        assert claimed == engines, setting

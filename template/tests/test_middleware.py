@@ -1,6 +1,7 @@
-"""Every middleware in app/middleware passes body chunks and granian's pathsend intact.
+"""Every middleware in app/middleware, and every ASGI wrapper of the serving layer
+(serving/), passes body chunks and granian's pathsend intact.
 
-Found by walking the package, not by a list: a new middleware is checked the day it
+Found by walking the packages, not by a list: a new middleware is checked the day it
 is added. Each is driven with a downstream app that answers with a pathsend (what a
 FileResponse sends under granian) and one that answers with body chunks.
 """
@@ -17,16 +18,17 @@ import pytest
 from starlette.middleware import Middleware
 
 import app.middleware as middleware_package
+import serving
 from app import custom
 from app.core import tracing
-from app.core.config import get_settings
-from app.core.setting_specs import BY_NAME
 from app.custom import MIDDLEWARE as CUSTOM_MIDDLEWARE
 from app.main import create_app
 from app.middleware import MIDDLEWARE
 from app.middleware.access_log import FORMATS as ACCESS_LOG_FORMATS
-from app.middleware.access_log import AccessLogMiddleware
-from app.middleware.start_headers import StartHeadersMiddleware, fused
+from app.middleware.start_headers import StartHeadersMiddleware
+from serving.served_app import create_served_app
+from serving.setting_specs import BY_NAME
+from serving.settings import get_settings
 
 START = {"type": "http.response.start", "status": 200,
          "headers": [(b"content-type", b"text/plain"), (b"x-downstream", b"kept")]}
@@ -53,6 +55,35 @@ def discovered() -> list[type]:
     return found
 
 
+def asgi_wrapper(obj: type) -> bool:
+    """Built around an app, and called as an ASGI app is."""
+    call = obj.__dict__.get("__call__")
+    init = obj.__dict__.get("__init__")
+    if call is None or init is None:
+        return False
+    return (list(inspect.signature(call).parameters)[1:4] == ["scope", "receive", "send"]
+            and list(inspect.signature(init).parameters)[1:2] == ["app"])
+
+
+def served_wrappers() -> list[type]:
+    """The ASGI wrappers anywhere in serving/, engines included."""
+    found = []
+    for info in pkgutil.walk_packages(serving.__path__, f"{serving.__name__}."):
+        module = importlib.import_module(info.name)
+        for _, obj in inspect.getmembers(module, inspect.isclass):
+            if obj.__module__ == module.__name__ and asgi_wrapper(obj):
+                found.append(obj)
+    return found
+
+
+def built(wrapper: type) -> Any:
+    """`wrapper` around an app, its other arguments the settings of the same name."""
+    settings = get_settings()
+    names = list(inspect.signature(wrapper).parameters)[1:]
+    return lambda app: wrapper(app, **{name: getattr(settings, name) for name in names
+                                       if hasattr(settings, name)})
+
+
 def downstream(*messages: dict[str, Any]):
     async def app(scope: Any, receive: Any, send: Any) -> None:
         for message in messages:
@@ -74,10 +105,16 @@ def drive(wrap: Any, *messages: dict[str, Any]) -> list[dict[str, Any]]:
 
 
 def stack(app: Any) -> Any:
-    """The stack as create_app builds it, access log on, header-only layers fused."""
-    for middleware in reversed(fused((MIDDLEWARE[0], AccessLogMiddleware, *MIDDLEWARE[1:]))):
-        app = middleware(app)
-    return app
+    """The stack create_app builds, access log on, around `app` in place of its router."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv(BY_NAME["access_log"].env, "text")
+        get_settings.cache_clear()
+        try:
+            application = create_app()
+            application.router = app  # the innermost app of build_middleware_stack
+            return application.build_middleware_stack()
+        finally:
+            get_settings.cache_clear()
 
 
 class Passing:
@@ -122,8 +159,28 @@ def test_the_package_has_middleware_and_all_of_it_is_installed(
     assert {*MIDDLEWARE, *yours} <= built[0]  # the access log off: the rest on
 
 
+def test_the_serving_layer_has_wrappers_and_all_of_them_are_checked() -> None:
+    names = {wrapper.__name__ for wrapper in served_wrappers()}
+    # The four the served app and gunicorn's worker put in front of the app.
+    assert {"ForwardedHeadersMiddleware", "ProbeMiddleware", "MetricsPathMiddleware",
+            "WebSocketsOff"} <= names
+
+
+def served(app: Any) -> Any:
+    """The app as every engine serves it (serving/served_app.py), /metrics on the path."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv(BY_NAME["metrics"].env, "path")
+        get_settings.cache_clear()
+        try:
+            return create_served_app(app)
+        finally:
+            get_settings.cache_clear()
+
+
 CASES = [pytest.param(m, id=m.__name__) for m in discovered()]
+CASES += [pytest.param(built(w), id=f"serving.{w.__name__}") for w in served_wrappers()]
 CASES.append(pytest.param(stack, id="whole-stack"))
+CASES.append(pytest.param(lambda app: served(stack(app)), id="whole-stack-as-served"))
 
 
 @pytest.mark.parametrize("wrap", CASES)

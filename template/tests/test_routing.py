@@ -32,8 +32,8 @@ from pydantic import BaseModel
 from starlette.websockets import WebSocketDisconnect
 
 from app import custom
-from app.core.config import PROJECT_NAME, get_settings
 from app.main import STATIC_DIR, TEMPLATE_ROUTERS, create_app
+from serving.settings import PROJECT_NAME, get_settings
 
 TOKEN = {"Authorization": "Bearer letmein"}
 

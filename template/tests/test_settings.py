@@ -15,8 +15,10 @@ from typer.testing import CliRunner
 
 from app import custom
 from app.cli import cli
-from app.core import config, loops, server
-from app.core.setting_specs import BY_NAME
+from app.core import loops
+from serving import launcher
+from serving import settings as config
+from serving.setting_specs import BY_NAME
 from tests.server_process import PROJECT_DIR, free_port
 
 NOT_INSTALLED = next(
@@ -93,7 +95,7 @@ def test_bad_setting_is_one_sentence_and_exit_2(
     def must_not_start(*_: object) -> None:
         raise AssertionError("the server was started")
 
-    monkeypatch.setattr(server, "serve", must_not_start)
+    monkeypatch.setattr(launcher, "serve", must_not_start)
     # Each case changes one thing from settings that work (the project's .env may not).
     for name, value in {**WORKING_SETTINGS, "WEBSERVER_PORT": str(free_port()), **settings}.items():
         monkeypatch.setenv(name, value)
@@ -166,7 +168,7 @@ def test_an_unknown_app_name_like_none_is_one_note_and_the_service_starts(
 ) -> None:
     """A platform may inject APP_ENV=production: a note, then the server starts."""
     started = []
-    monkeypatch.setattr(server, "serve", lambda *_: started.append(True))
+    monkeypatch.setattr(launcher, "serve", lambda *_: started.append(True))
     for name, value in {**WORKING_SETTINGS, "APP_ENV": "production"}.items():
         monkeypatch.setenv(name, value)
     result = CliRunner().invoke(cli, ["serve", "--port", str(free_port())])
@@ -187,7 +189,7 @@ def refused_with_app_settings(monkeypatch: pytest.MonkeyPatch, declared: type,
                               given: dict[str, str]) -> Result:
     """`serve` with `declared` as the app's AppSettings and `given` set: refused, exit 2."""
     monkeypatch.setattr(custom, "AppSettings", declared)
-    monkeypatch.setattr(server, "serve", lambda *_: pytest.fail("the server was started"))
+    monkeypatch.setattr(launcher, "serve", lambda *_: pytest.fail("the server was started"))
     for name, value in {**WORKING_SETTINGS, **given}.items():
         monkeypatch.setenv(name, value)
     result = CliRunner().invoke(cli, ["serve", "--port", str(free_port())])
@@ -221,7 +223,7 @@ def test_a_bad_value_of_an_app_setting_is_one_sentence_and_exit_2(
 def test_serve_refuses_a_misspelled_app_setting_with_exit_2(
     app_settings: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(server, "serve", lambda *_: pytest.fail("the server was started"))
+    monkeypatch.setattr(launcher, "serve", lambda *_: pytest.fail("the server was started"))
     for name, value in {**WORKING_SETTINGS, "APP_GREETNG": "Hi"}.items():
         monkeypatch.setenv(name, value)
     result = CliRunner().invoke(cli, ["serve", "--port", str(free_port())])
@@ -236,7 +238,7 @@ def test_port_out_of_bounds_is_worded_from_its_declaration(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """`--port 0` and the Copier question say the same: both read the port's bounds."""
-    monkeypatch.setattr(server, "serve", lambda *_: pytest.fail("the server was started"))
+    monkeypatch.setattr(launcher, "serve", lambda *_: pytest.fail("the server was started"))
     for name, value in WORKING_SETTINGS.items():
         monkeypatch.setenv(name, value)
     result = CliRunner().invoke(cli, ["serve", "--port", "0"])
@@ -268,12 +270,12 @@ def test_every_accepted_proxy_list_is_honoured_by_the_middleware(
     given: str, read: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """What WEBSERVER_TRUSTED_PROXIES accepts, the proxy-headers middleware
-    (app/core/forwarded.py, on every engine) matches: an address of every entry is
-    trusted. `10.0.0.1/8` and a `*` among others were accepted and then matched nothing
-    (refused now: BAD_SETTINGS)."""
+    (serving/forwarded.py, on every engine) matches: an address of every entry is
+    trusted. `10.0.0.1/8` and a `*` among others, which would match nothing, are
+    refused (BAD_SETTINGS)."""
     import ipaddress
 
-    from app.core.forwarded import TrustedProxies
+    from serving.forwarded import TrustedProxies
 
     monkeypatch.chdir(tmp_path)  # no .env
     for name, value in WORKING_SETTINGS.items():
@@ -339,9 +341,9 @@ OTHER_BAD_ENV_FILES = [
 def test_a_bad_env_file_stops_serve_with_one_sentence_naming_it(
     make: Callable[[Path], object], sentence: str, tmp_path: Path
 ) -> None:
-    """Through the real CLI: before, a traceback of 100+ lines (not UTF-8, unreadable),
-    or a start without the file's settings (a directory, a pipe, a broken link, a line
-    python-dotenv skips with a warning)."""
+    """Through the real CLI: one sentence, not a traceback of 100+ lines (not UTF-8,
+    unreadable), nor a start without the file's settings (a directory, a pipe, a broken
+    link, a line python-dotenv skips with a warning)."""
     project = tmp_path.resolve()
     env_file = project / ".env"
     make(env_file)
@@ -384,7 +386,7 @@ def test_every_setting_appears_wherever_it_must() -> None:
     from typer.testing import CliRunner
 
     from app.cli import cli
-    from app.core.setting_specs import SETTINGS
+    from serving.setting_specs import SETTINGS
 
     project = Path(__file__).resolve().parents[1]
     help_text = CliRunner().invoke(cli, ["serve", "--help"], env={"COLUMNS": "200"}).stdout

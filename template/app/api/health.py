@@ -13,7 +13,7 @@ import platform
 
 from fastapi import APIRouter, Request
 
-from app.core.config import get_settings
+from serving.settings import get_settings
 
 router = APIRouter(prefix="/health", tags=["health"])
 

@@ -1,134 +1,14 @@
-"""X-Forwarded-For, -Proto and -Prefix from trusted proxies, the same on every engine.
+"""Deprecated: moved to serving/forwarded.py; this name is removed in the next release.
 
-The launcher puts this in front of the app (create_served_app), so a forwarded request
-gets the same answer whichever engine serves it (granian has no option of its own).
-A forwarded client is believed only when it is an IP address: from a trusted proxy,
-`6.6.6.6 "GET /admin" 200` would otherwise become `request.client.host` and the access
-log's client. Walking X-Forwarded-For from the right, each trusted proxy is skipped and
-the first other address is the client; an entry that is not an address ends the walk
-and the request keeps its peer's address (the proxy's), as nginx's realip module does.
-
-The path prefix a proxy serves the app under and strips (WEBSERVER_ROOT_PATH, or a
-trusted proxy's X-Forwarded-Prefix, which wins) becomes the ASGI `root_path`, and the
-path is given it in front, as uvicorn's own `root_path` does: routing takes it off
-again, and `url_for`, redirects, static files and the API docs put it back. Always in
-front, so a client cannot reach a route by naming a prefix. The header's last value
-is the nearest proxy's; one that is not plain path segments is ignored.
+Kept one release so that `from app.core.forwarded import ...` in your own code goes on
+working (CHANGELOG.md, 0.10.0): import from `serving.forwarded` instead.
 """
 
-from __future__ import annotations
+import sys
+import warnings
 
-import ipaddress
-from functools import lru_cache
+import serving.forwarded
 
-from starlette.types import ASGIApp, Receive, Scope, Send
-
-from app.core.config import is_path_prefix
-
-SCHEMES = {"http": "http", "https": "https", "ws": "http", "wss": "https"}
-WEBSOCKET_SCHEMES = {"http": "ws", "https": "wss"}
-LONGEST_ADDRESS = 64  # longer than any address, a scope id included (fe80::1%eth0)
-Address = ipaddress.IPv4Address | ipaddress.IPv6Address
-
-
-@lru_cache(maxsize=4096)
-def address(host: str) -> Address | None:
-    if len(host) > LONGEST_ADDRESS:
-        return None
-    try:
-        return ipaddress.ip_address(host)
-    except ValueError:
-        return None
-
-
-def host_and_port(entry: str) -> tuple[str, int]:
-    """`203.0.113.7`, `203.0.113.7:80`, `::1` or `[::1]:80`; anything else is returned
-    whole as the host (and is then no address)."""
-    if entry.startswith("["):
-        host, _, rest = entry[1:].partition("]")
-        port = rest[1:] if rest.startswith(":") else rest
-    elif entry.count(":") == 1:
-        host, _, port = entry.partition(":")
-    else:
-        host, port = entry, ""
-    if port and not (port.isascii() and port.isdigit()):
-        return entry, 0
-    return host, int(port or 0)
-
-
-class TrustedProxies:
-    """WEBSERVER_TRUSTED_PROXIES: `*`, or addresses and networks (config.py checks it)."""
-
-    def __init__(self, listed: str) -> None:
-        entries = [entry.strip() for entry in listed.split(",") if entry.strip()]
-        self.everyone = entries == ["*"]
-        self.networks = [] if self.everyone else [
-            ipaddress.ip_network(entry) for entry in entries]
-        self.trusts = lru_cache(maxsize=4096)(self._trusts)
-
-    def _trusts(self, host: str) -> bool:
-        if self.everyone:
-            return True
-        found = address(host)
-        return found is not None and any(found in network for network in self.networks)
-
-    def client(self, x_forwarded_for: str) -> tuple[str, int] | None:
-        """The forwarded client, or None when the header names no address to believe."""
-        entries = [entry.strip() for entry in x_forwarded_for.split(",") if entry.strip()]
-        for entry in reversed(entries):
-            host, port = host_and_port(entry)
-            if address(host) is None:
-                return None
-            if not self.trusts(host):
-                return host, port
-        return host_and_port(entries[0]) if entries else None
-
-
-class ForwardedHeadersMiddleware:
-    def __init__(self, app: ASGIApp, trusted_proxies: str, root_path: str = "") -> None:
-        self.app = app
-        self.trusted = TrustedProxies(trusted_proxies)
-        self.root_path = root_path
-
-    def __call__(self, scope: Scope, receive: Receive, send: Send):  # -> the app's awaitable
-        kind = scope["type"]
-        if kind in ("http", "websocket"):
-            peer = scope.get("client")
-            prefix = self.root_path
-            if peer and self.trusted.trusts(peer[0]):
-                prefix = self.apply(scope) or prefix
-            if prefix:
-                with_prefix(scope, prefix)
-        return self.app(scope, receive, send)
-
-    def apply(self, scope: Scope) -> str | None:
-        """Believe the forwarded headers; the forwarded prefix, if any."""
-        proto = forwarded_for = prefix = None
-        for name, value in scope["headers"]:
-            if name == b"x-forwarded-proto":
-                proto = value
-            elif name == b"x-forwarded-for":
-                forwarded_for = value if forwarded_for is None else forwarded_for + b"," + value
-            elif name == b"x-forwarded-prefix":
-                prefix = value  # the last line: the nearest proxy's
-        if proto is not None:
-            scheme = SCHEMES.get(proto.decode("latin-1").strip().lower())
-            if scheme is not None:
-                websocket = scope["type"] == "websocket"
-                scope["scheme"] = WEBSOCKET_SCHEMES[scheme] if websocket else scheme
-        if forwarded_for is not None:
-            client = self.trusted.client(forwarded_for.decode("latin-1"))
-            if client is not None:
-                scope["client"] = client
-        if prefix is not None:
-            text = prefix.decode("latin-1").rpartition(",")[2].strip().rstrip("/")
-            return text if is_path_prefix(text) else None
-        return None
-
-
-def with_prefix(scope: Scope, prefix: str) -> None:
-    scope["root_path"] = prefix
-    scope["path"] = prefix + scope["path"]
-    raw = scope.get("raw_path")
-    if raw is not None:
-        scope["raw_path"] = prefix.encode("latin-1") + raw
+warnings.warn("app.core.forwarded is deprecated (removed in the next release): "
+              "import from serving.forwarded", DeprecationWarning, stacklevel=2)
+sys.modules[__name__] = serving.forwarded  # the same module, under its old name

@@ -4,7 +4,7 @@ Every record logged while a request is answered carries its request id (the
 X-Request-ID the response carries) and, when traces are on, its trace id: the
 middleware that decides them sets them here, in context variables, which each
 engine keeps per request (each request runs in its own asyncio task). The engines'
-own lines, and the launcher's, take the same shape (app/core/server.py), on the same
+own lines, and the launcher's, take the same shape (serving/launcher.py), on the same
 stream: stderr. The access log is not a log record; it has its own format and stream
 (WEBSERVER_ACCESS_LOG, stdout).
 """

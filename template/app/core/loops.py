@@ -335,7 +335,7 @@ def http_engine_value(engine: str, http: str) -> str:
 
 @dataclass(frozen=True)
 class FeatureSpec:
-    """How each engine honours a setting (app/core/setting_specs.py), or why it cannot."""
+    """How each engine honours a setting (serving/setting_specs.py), or why it cannot."""
 
     setting: str
     # engine -> the engine's own option that carries the setting
@@ -361,7 +361,7 @@ FEATURES: dict[str, FeatureSpec] = {
         FeatureSpec("max_concurrency",
                     {"uvicorn": "limit_concurrency (503 past the cap)",
                      "granian": "backpressure (requests past the cap wait)"},
-                    {"gunicorn": "gunicorn 27's asgi worker caps neither connections nor "
+                    {"gunicorn": "gunicorn's asgi worker caps neither connections nor "
                                  "requests (worker_connections is read by its gthread and "
                                  "gevent workers only)"}, inactive=0),
         FeatureSpec("keepalive_timeout",
@@ -370,12 +370,12 @@ FEATURES: dict[str, FeatureSpec] = {
                                 "to send a request's headers)",
                      "gunicorn": "keepalive"}),
         FeatureSpec("header_timeout",
-                    {"uvicorn": "the launcher's protocol (app/core/head_limits.py) closes "
-                                "a head not complete in time",
+                    {"uvicorn": "the project's protocol (serving/engines/uvicorn.py) "
+                                "closes a head not complete in time",
                      "granian": "http1_settings.header_read_timeout, one timer with "
                                 "WEBSERVER_KEEPALIVE_TIMEOUT (from the last response): "
                                 "the larger of the two",
-                     "gunicorn": "the launcher's asgi worker (app/core/head_limits.py) "
+                     "gunicorn": "the project's asgi worker (serving/engines/gunicorn.py) "
                                  "closes a head not complete in time"}),
         FeatureSpec("max_header_size",
                     {"uvicorn": "the launcher's protocol: 431 past it (zttp stops at its "
@@ -392,14 +392,14 @@ FEATURES: dict[str, FeatureSpec] = {
                                                "switch)"}, inactive=True),
         FeatureSpec("ws_ping_interval", {"uvicorn": "ws_ping_interval, 20 s pong timeout"},
                     {"granian": "granian sends no WebSocket pings",
-                     "gunicorn": "gunicorn 27's asgi worker sends no WebSocket pings (it "
+                     "gunicorn": "gunicorn's asgi worker sends no WebSocket pings (it "
                                  "answers the client's)"}, inactive=0),
         FeatureSpec("worker_max_requests",
                     {"uvicorn": "limit_max_requests + limit_max_requests_jitter (10 %), "
                                 "workers replaced by the launcher's supervisor",
                      "gunicorn": "max_requests + max_requests_jitter (10 %), workers "
                                  "replaced by its arbiter"},
-                    {"granian": "granian 2.8 cannot recycle a worker by request count; "
+                    {"granian": "granian cannot recycle a worker by request count; "
                                 "WEBSERVER_WORKER_LIFETIME and WEBSERVER_WORKER_MAX_MEMORY "
                                 "recycle it by age and by memory"}, inactive=0),
         FeatureSpec("worker_lifetime", {"granian": "workers_lifetime"},

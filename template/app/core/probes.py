@@ -1,29 +1,14 @@
-"""/livez and /readyz, answered before the app.
+"""Deprecated: moved to serving/probes.py; this name is removed in the next release.
 
-An orchestrator probes every few seconds per pod; these answers cost neither FastAPI's
-stack nor an access log line. A worker that answers them has a running event loop;
-once the engine stops accepting (SIGTERM), the probes fail with the rest. A probe names
-the pod's IP as its host: answered here, it never meets WEBSERVER_ALLOWED_HOSTS
-(app/middleware/allowed_hosts.py).
+Kept one release so that `from app.core.probes import ...` in your own code goes on
+working (CHANGELOG.md, 0.10.0): import from `serving.probes` instead.
 """
 
-from __future__ import annotations
+import sys
+import warnings
 
-from starlette.types import ASGIApp, Receive, Scope, Send
+import serving.probes
 
-PROBE_PATHS = frozenset({"/livez", "/readyz"})
-START = {"type": "http.response.start", "status": 200,
-         "headers": [(b"content-type", b"text/plain"), (b"content-length", b"2")]}
-BODY = {"type": "http.response.body", "body": b"ok"}
-
-
-class ProbeMiddleware:
-    def __init__(self, app: ASGIApp) -> None:
-        self.app = app
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] == "http" and scope["path"] in PROBE_PATHS:
-            await send(dict(START))
-            await send(dict(BODY))
-            return
-        await self.app(scope, receive, send)
+warnings.warn("app.core.probes is deprecated (removed in the next release): "
+              "import from serving.probes", DeprecationWarning, stacklevel=2)
+sys.modules[__name__] = serving.probes  # the same module, under its old name

@@ -1,6 +1,6 @@
-"""One access log line per request, the same on both engines (theirs are off).
+"""One access log line per request, the same on every engine (theirs are off).
 
-Fields: time (UTC), client (request.client: an address, app/core/forwarded.py),
+Fields: time (UTC), client (request.client: an address, serving/forwarded.py),
 method, path, status, duration in ms, request id, and the trace id when OpenTelemetry
 traces are on (app/core/tracing.py). WEBSERVER_ACCESS_LOG picks the shape: `text`, or
 `json` (one object per line). The line is written when the response ends, a pathsend
@@ -25,8 +25,8 @@ from typing import Any
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from app.core import tracing
-from app.core.config import get_settings
 from app.middleware.messages import Message, is_response_end
+from serving.settings import get_settings
 
 
 def escaped(text: str) -> str:

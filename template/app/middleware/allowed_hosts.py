@@ -8,7 +8,7 @@ naming a host that is not allowed, or none (an HTTP/1.0 client; granian hands th
 an empty Host then), or two Host headers (which uvicorn and granian pass on; RFC
 9112 says 400, and a check and a URL could read different ones), gets 400 before any
 route runs, as Starlette's TrustedHost middleware answers. /livez and /readyz are
-answered before the app (app/core/probes.py), whatever host a probe names, or none.
+answered before the app (serving/probes.py), whatever host a probe names, or none.
 
 Origin: no same-origin policy stops a page of another site from opening a WebSocket
 with the user's cookies; the browser only says which page asks, in Origin. A
@@ -23,8 +23,8 @@ from collections.abc import Awaitable
 
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from app.core.config import get_settings
 from app.middleware import websocket_limits
+from serving.settings import get_settings
 
 ANY = "*"
 SELF = "self"

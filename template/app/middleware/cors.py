@@ -11,7 +11,7 @@ from __future__ import annotations
 from starlette.middleware import Middleware
 from starlette.middleware.cors import CORSMiddleware
 
-from app.core.config import get_settings
+from serving.settings import get_settings
 
 EXPOSED = ["X-Request-ID"]  # so the page's script can quote it in a bug report
 

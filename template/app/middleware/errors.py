@@ -93,7 +93,7 @@ class _OneLine(logging.Filter):
 
 
 def configure_logging(level: str, log_format: str = "text") -> None:
-    """The app's log lines on stderr, where both engines write theirs (stdout is the
+    """The app's log lines on stderr, where every engine writes its own (stdout is the
     access log's): loggers under `app` at WEBSERVER_LOG_LEVEL, others at WARNING, as
     text or JSON with the request's ids (WEBSERVER_LOG_FORMAT, app/core/logs.py). A
     handler you set on the root logger yourself is kept."""

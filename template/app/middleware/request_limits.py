@@ -6,7 +6,7 @@ client liked), or answers a malformed chunked body alike (uvicorn and gunicorn 4
 granian 500 with a traceback). Here, before any route and whatever the route:
 
 - more than MAX_HEADERS header lines: 431. granian, zttp and gunicorn refuse them
-  themselves, httptools and h11 did not (app/core/head_limits.py bounds the head's
+  themselves, httptools and h11 did not (serving/head_limits.py bounds the head's
   size first);
 - a body over WEBSERVER_MAX_BODY_SIZE bytes: 413. Announced (Content-Length), before a
   byte of it is read; chunked (or HTTP/2), once the bytes read pass the limit, so no
@@ -38,7 +38,7 @@ from starlette.exceptions import HTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from app.core.body_limits import BodyLimit
-from app.core.config import get_settings
+from serving.settings import get_settings
 
 MAX_HEADERS = 100  # granian's (hyper's), zttp's and gunicorn's own cap, not a setting
 BODY_HEADERS = frozenset((b"content-length", b"transfer-encoding"))

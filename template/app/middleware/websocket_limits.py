@@ -12,7 +12,7 @@ took 131 MB under uvicorn and 349 MB under granian, and stayed. Here, in the app
   worker (each worker counts its own) is refused (below), with close code 1013.
 - WEBSERVER_WS_MAX_MESSAGE_SIZE: a message larger than this closes the connection with
   1009 (message too big). uvicorn and gunicorn are given the cap and close before they
-  hold more than it (app/core/server.py); granian has no such setting and reads a
+  hold more than it (serving/launcher.py); granian has no such setting and reads a
   whole message before the app sees it, so there the app closes after it arrived
   (its memory was held once): docs/security.md.
 - A refusal before the accept (an HTTPException in a dependency, the cap above, the
@@ -32,7 +32,7 @@ from collections.abc import Awaitable
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from app.core.config import get_settings
+from serving.settings import get_settings
 
 GOING_AWAY = 1001
 POLICY = 1008  # policy violation: a refused Origin, a dependency's refusal

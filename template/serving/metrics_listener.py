@@ -1,0 +1,121 @@
+"""The launcher's half of the metrics: a directory per run, named in the environment
+the workers inherit, and (WEBSERVER_METRICS=port) the listener, a process of its own.
+
+The workers' half, what they count and how a scrape sums them, is app/core/metrics.py.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+
+from app.core.metrics import MULTIPROC_ENV, RUN_LOCK, registry
+
+RUN_PREFIX = "webserver-metrics-"
+
+
+@contextlib.contextmanager
+def for_run(mode: str, host: str, port: int) -> Iterator[None]:
+    """Around a run of the engine: the run's directory, named in the environment the
+    workers inherit, and the listener of WEBSERVER_METRICS=port; both gone after."""
+    if mode == "off":
+        yield
+        return
+    directory, lock = new_run_directory(RUN_PREFIX)
+    given = os.environ.get(MULTIPROC_ENV)
+    os.environ[MULTIPROC_ENV] = str(directory)
+    listener = start_listener(host, port, directory) if mode == "port" else None
+    launcher = os.getpid()
+    try:
+        yield
+    finally:
+        # Only in the launcher: gunicorn forks its workers from this very call, and a
+        # worker that exits unwinds the launcher's stack, this block included.
+        if os.getpid() == launcher:
+            _end_run(listener, directory, lock, given)
+
+
+def _end_run(listener: subprocess.Popen[bytes] | None, directory: Path, lock: int,
+             given: str | None) -> None:
+    if listener is not None:
+        listener.terminate()
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            listener.wait(5)
+    shutil.rmtree(directory, ignore_errors=True)
+    os.close(lock)
+    if given is None:
+        os.environ.pop(MULTIPROC_ENV, None)
+    else:
+        os.environ[MULTIPROC_ENV] = given
+
+
+def start_listener(host: str, port: int, directory: Path) -> subprocess.Popen[bytes]:
+    """A new interpreter that imports only this module, app/core/metrics.py and
+    prometheus-client (~15 MB): nothing of the launcher inherited, no fork of a process
+    with threads."""
+    package_root = str(Path(__file__).resolve().parents[1])  # where `serving` is importable
+    path = os.pathsep.join(filter(None, [package_root, os.environ.get("PYTHONPATH")]))
+    code = (f"from serving.metrics_listener import serve_port; "
+            f"serve_port({host!r}, {port}, {str(directory)!r}, {os.getpid()})")
+    return subprocess.Popen([sys.executable, "-c", code], env={**os.environ, "PYTHONPATH": path})
+
+
+def new_run_directory(prefix: str) -> tuple[Path, int]:
+    """A fresh directory for this run's files, under PROMETHEUS_MULTIPROC_DIR when you
+    set one (a tmpfs, say), else the temporary directory; and the descriptor of the
+    lock that marks it in use. Directories of runs that ended without removing theirs
+    (a SIGKILL) are removed first: no process holds their lock."""
+    base = Path(os.environ.get(MULTIPROC_ENV) or tempfile.gettempdir())
+    base.mkdir(parents=True, exist_ok=True)
+    for stale in base.glob(f"{prefix}*"):
+        with contextlib.suppress(OSError), _unless_locked(stale / RUN_LOCK) as free:
+            if free:
+                shutil.rmtree(stale, ignore_errors=True)
+    # Made under a hidden name and renamed once locked: another launcher's sweep never
+    # sees it unlocked.
+    hidden = Path(tempfile.mkdtemp(prefix=f".{prefix}", dir=base))
+    fd = os.open(hidden / RUN_LOCK, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    directory = hidden.with_name(hidden.name[1:])
+    hidden.rename(directory)
+    return directory, fd
+
+
+@contextlib.contextmanager
+def _unless_locked(lock: Path) -> Iterator[bool]:
+    fd = os.open(lock, os.O_RDWR | os.O_CLOEXEC)
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            yield False
+        else:
+            yield True
+    finally:
+        os.close(fd)
+
+
+def serve_port(host: str, port: int, directory: str, parent: int) -> None:
+    """The metrics listener, a process of its own (WEBSERVER_METRICS=port), for as long
+    as the launcher `parent` lives. Its own process, not a thread of the launcher:
+    granian forks its workers from the launcher's process, and a fork of a process
+    with threads can inherit a lock held by one of them."""
+    import signal
+    import time
+
+    from prometheus_client import start_http_server
+
+    os.environ[MULTIPROC_ENV] = directory
+    stop: list[bool] = []
+    for received in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(received, lambda *_: stop.append(True))
+    start_http_server(port, addr=host, registry=registry())
+    while not stop and os.getppid() == parent:
+        time.sleep(0.5)

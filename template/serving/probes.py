@@ -1,0 +1,29 @@
+"""/livez and /readyz, answered before the app.
+
+An orchestrator probes every few seconds per pod; these answers cost neither FastAPI's
+stack nor an access log line. A worker that answers them has a running event loop;
+once the engine stops accepting (SIGTERM), the probes fail with the rest. A probe names
+the pod's IP as its host: answered here, it never meets WEBSERVER_ALLOWED_HOSTS
+(app/middleware/allowed_hosts.py).
+"""
+
+from __future__ import annotations
+
+from starlette.types import ASGIApp, Receive, Scope, Send
+
+PROBE_PATHS = frozenset({"/livez", "/readyz"})
+START = {"type": "http.response.start", "status": 200,
+         "headers": [(b"content-type", b"text/plain"), (b"content-length", b"2")]}
+BODY = {"type": "http.response.body", "body": b"ok"}
+
+
+class ProbeMiddleware:
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http" and scope["path"] in PROBE_PATHS:
+            await send(dict(START))
+            await send(dict(BODY))
+            return
+        await self.app(scope, receive, send)

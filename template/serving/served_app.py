@@ -1,0 +1,35 @@
+"""The app as every engine serves it: create_app's (app/main.py) behind the
+proxy-headers middleware, with the orchestrator's probes and (WEBSERVER_METRICS=path)
+/metrics answered in front.
+
+Every engine builds the app through this factory, so a forwarded request gets the
+same answer on each (granian has no option of its own, and its helper ignored
+X-Forwarded-Proto sent alone). An engine that needs more in each worker wraps it in a
+factory of its own (serving/engines/granian.py, gunicorn.py).
+"""
+
+from __future__ import annotations
+
+from starlette.types import ASGIApp
+
+from serving.forwarded import ForwardedHeadersMiddleware
+from serving.metrics_path import MetricsPathMiddleware
+from serving.probes import ProbeMiddleware
+from serving.settings import get_settings
+
+APP_TARGET = f"{__name__}:create_served_app"  # what an engine's `factory=True` imports
+
+
+def create_served_app(app: ASGIApp | None = None) -> ASGIApp:
+    """The app (create_app's unless given) behind the proxy-headers middleware, with
+    the probes answered in front."""
+    # Here, not at the top: the launcher's process imports this module through an
+    # engine's, and the app is the workers' to import (granian forks them from it).
+    from app.main import create_app
+
+    settings = get_settings()
+    proxied = ForwardedHeadersMiddleware(app or create_app(), settings.trusted_proxies,
+                                         settings.root_path)
+    if settings.metrics == "path":  # answered before the app, as the probes are
+        proxied = MetricsPathMiddleware(proxied)
+    return ProbeMiddleware(proxied)

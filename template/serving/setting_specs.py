@@ -1,0 +1,197 @@
+"""Every setting, declared once: name, type, default, bounds and one line of help.
+
+The Settings model (settings.py), the `serve` options, `.env.example`, the settings
+tables of the README and the docs, what the launcher hands its workers, and the words
+refusing a value out of bounds (at start and in the Copier questions) are all derived
+from SETTINGS. Which engine honours which setting, and how, is in app/core/loops.py
+(FEATURES). Plain Python with no third-party imports: the template's Copier extension
+loads this file to render `.env.example` and the README before anything is installed.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+ENV_PREFIX = "WEBSERVER_"
+
+
+@dataclass(frozen=True)
+class Answer:
+    """A default that is a Copier answer (app/core/answers.py holds the project's)."""
+
+    question: str
+
+
+@dataclass(frozen=True)
+class SettingSpec:
+    name: str
+    kind: type  # str, int, float or bool
+    default: object  # a value, or an Answer
+    help: str  # what it controls, one line, no final period
+    minimum: float | None = None
+    maximum: float | None = None
+    choices: tuple[str, ...] = ()  # fixed choices; the matrix checks engine, loop, http
+
+    @property
+    def env(self) -> str:
+        return f"{ENV_PREFIX}{self.name.upper()}"
+
+    @property
+    def option(self) -> str:
+        return "--" + self.name.replace("_", "-")
+
+    def default_for(self, answers: dict[str, object]) -> object:
+        if isinstance(self.default, Answer):
+            return self.kind(answers[self.default.question])
+        return self.default
+
+    def text(self, value: object) -> str:
+        """A value as the environment and `.env` spell it."""
+        return str(value).lower() if self.kind is bool else str(value)
+
+    def accepts(self) -> str:
+        """What a valid value looks like, for help and refusals."""
+        if self.choices:
+            return " | ".join(self.choices)
+        if self.kind is bool:
+            return "true | false"
+        if self.kind is str:
+            return ""
+        def number(value: float) -> str:
+            return str(int(value)) if self.kind is int else f"{value:g}"
+
+        if self.minimum is not None and self.maximum is not None:
+            return f"{number(self.minimum)}-{number(self.maximum)}"
+        return f">= {number(self.minimum)}" if self.minimum is not None else ""
+
+    def wanted(self) -> str:
+        """What to give instead of a value that does not parse or is out of bounds, as
+        both the `serve` refusal and the Copier question for the same answer word it:
+        'give a whole number from 1 to 65535'. Empty for free text."""
+        if self.choices:
+            return choose(self.choices)
+        if self.kind is bool:
+            return "give true or false"
+        if self.kind in (int, float) and self.minimum is not None and self.maximum is not None:
+            return number_range(self.minimum, self.maximum, whole=self.kind is int)
+        return ""
+
+
+def number_range(low: float, high: float, *, whole: bool = True) -> str:
+    """The one wording of a numeric range, at run time and in the Copier questions."""
+    def shown(value: float) -> str:
+        return str(int(value)) if whole else f"{value:g}"
+
+    kind = "a whole number" if whole else "a number"
+    return f"give {kind} from {shown(low)} to {shown(high)}"
+
+
+def choose(choices: tuple[str, ...]) -> str:
+    return f"choose {', '.join(choices)}"
+
+
+LOG_LEVELS = ("critical", "error", "warning", "info", "debug")
+ACCESS_LOG_FORMATS = ("off", "text", "json")
+HEALTH_DETAILS = ("minimal", "full")
+LOG_FORMATS = ("text", "json")
+METRICS_PLACES = ("port", "path", "off")
+
+SETTINGS: tuple[SettingSpec, ...] = (
+    SettingSpec("engine", str, Answer("default_engine"),
+                "ASGI server: uvicorn, granian or gunicorn"),
+    SettingSpec("loop", str, Answer("loop_policy"),
+                "event loop: auto (the fastest the engine takes here: zuvloop under uvicorn "
+                "on 3.14+, else uvloop, else asyncio), asyncio, uvloop, rloop (granian), "
+                "zuvloop (uvicorn, Python 3.14+)"),
+    SettingSpec("http", str, "auto",
+                "HTTP parser: auto (the engine's choice), uvicorn's httptools, h11, zttp, or "
+                "gunicorn's h1c, python (granian has its own)"),
+    SettingSpec("http2", bool, False,
+                "also answer cleartext HTTP/2 (h2c); uvicorn needs the zttp parser, gunicorn "
+                "answers it to trusted proxies only"),
+    SettingSpec("host", str, "127.0.0.1", "bind address"),
+    SettingSpec("port", int, Answer("port"), "port", 1, 65535),
+    SettingSpec("workers", int, Answer("workers"), "worker processes", 1, 64),
+    SettingSpec("threads", int, 1, "runtime threads per worker (granian)", 1, 64),
+    SettingSpec("backlog", int, 2048, "listen backlog: connections queued before accept",
+                1, 65535),
+    SettingSpec("max_concurrency", int, 0,
+                "cap on concurrent requests per worker, 0 = none (uvicorn answers 503 "
+                "past it, granian queues)", 0, 1_000_000),
+    SettingSpec("keepalive_timeout", int, 5, "seconds an idle keep-alive connection stays open",
+                1, 3600),
+    SettingSpec("header_timeout", int, 5,
+                "seconds to send a request's headers, then the connection closes", 1, 3600),
+    SettingSpec("body_timeout", int, 60,
+                "seconds to send a whole request body (408 after), 0 = none", 0, 86_400),
+    SettingSpec("max_header_size", int, 16_384,
+                "largest request head in bytes (431 above)", 8192, 1_048_576),
+    SettingSpec("max_body_size", int, 1_048_576,
+                "largest request body in bytes (413 above), 0 = none", 0, 17_179_869_184),
+    SettingSpec("websockets", bool, True,
+                "serve WebSockets; false turns the subsystem off and refuses upgrades"),
+    SettingSpec("ws_ping_interval", float, 0.0,
+                "seconds between WebSocket pings, 0 = none (uvicorn)", 0, 3600),
+    SettingSpec("ws_idle_timeout", int, 60,
+                "seconds a WebSocket may stay silent both ways (then closed), 0 = none",
+                0, 86_400),
+    SettingSpec("ws_max_message_size", int, 1_048_576,
+                "largest WebSocket message in bytes (closed with 1009 above), 0 = the "
+                "engine's own (about 16 MiB)", 0, 17_179_869_184),
+    SettingSpec("ws_max_connections", int, 1000,
+                "open WebSockets per worker (refused above), 0 = none", 0, 1_000_000),
+    SettingSpec("worker_max_requests", int, 0,
+                "recycle a worker after this many requests, plus up to 10 % jitter, "
+                "0 = never (uvicorn, gunicorn)", 0, 100_000_000),
+    SettingSpec("worker_lifetime", int, 0,
+                "recycle a worker after this many seconds, 0 = never (granian, 60 or more)",
+                0, 31_536_000),
+    SettingSpec("worker_max_memory", int, 0,
+                "recycle a worker whose RSS exceeds this many MiB, 0 = never (granian)",
+                0, 1_048_576),
+    SettingSpec("respawn_failed_workers", bool, False,
+                "replace a worker that dies; false (for an orchestrator that restarts the "
+                "container) stops the server instead"),
+    SettingSpec("access_log", str, "off",
+                "one line per request (time, client, method, path, status, duration, "
+                "request id)", choices=ACCESS_LOG_FORMATS),
+    SettingSpec("log_format", str, "text",
+                "the app's and the engine's log lines (stderr): text, or json with the "
+                "request and trace ids", choices=LOG_FORMATS),
+    SettingSpec("metrics", str, "port",
+                "Prometheus metrics: port (a listener of their own, WEBSERVER_METRICS_PORT), "
+                "path (/metrics on the app's port), off", choices=METRICS_PLACES),
+    SettingSpec("metrics_port", int, 9464,
+                "port of the metrics listener (WEBSERVER_METRICS=port), on WEBSERVER_HOST",
+                1, 65535),
+    SettingSpec("trusted_proxies", str, "127.0.0.1",
+                "proxies whose X-Forwarded-For/-Proto/-Prefix are believed: addresses, "
+                "networks or *"),
+    SettingSpec("root_path", str, "",
+                "path prefix a proxy serves this under (/api), for url_for, redirects and "
+                "the docs; a trusted proxy's X-Forwarded-Prefix sets it per request"),
+    SettingSpec("cors_origins", str, "",
+                "browser origins that may call the API (CORS), on every answer: "
+                "https://app.example.com, several separated by commas, or *; empty = none"),
+    SettingSpec("allowed_hosts", str, "localhost,127.0.0.1,::1",
+                "hosts a request may name (Host), others get 400: names, *.example.com, "
+                "or *"),
+    SettingSpec("ws_origins", str, "self",
+                "browser origins that may open a WebSocket, others get 403: self (the "
+                "page's own host), https://app.example.com, or *"),
+    SettingSpec("api_docs", bool, False, "serve the API docs: /docs, /redoc, /openapi.json"),
+    SettingSpec("health_detail", str, "minimal",
+                "what /health/detailed tells: minimal (its status) or full (engine, loop, "
+                "parser, client, Python version, pid)", choices=HEALTH_DETAILS),
+    SettingSpec("graceful_timeout", int, 30,
+                "seconds a stopping server waits for in-flight requests", 1, 3600),
+    SettingSpec("reload", bool, False, "restart on code changes (one worker)"),
+    SettingSpec("log_level", str, "info", "log level", choices=LOG_LEVELS),
+)
+BY_NAME = {spec.name: spec for spec in SETTINGS}
+# The `port` answer is also the container's port (Dockerfile, Kubernetes manifests), and
+# the image runs as a non-root user, which may not listen below this: the Copier
+# question refuses lower answers. WEBSERVER_PORT itself keeps 1-65535, since a person
+# may run as root on purpose; a privileged port that cannot be bound is refused at
+# start with its own sentence (server.listen_address).
+UNPRIVILEGED_PORT_MINIMUM = 1024
