@@ -80,11 +80,24 @@ def bench_engines(
 
 @contextlib.contextmanager
 def sigterm_unwinds() -> Iterator[None]:
-    previous = signal.signal(signal.SIGTERM, lambda *_: sys.exit(128 + signal.SIGTERM))
+    """SIGTERM unwinds the bench (the servers it booted are stopped on the way out),
+    then is delivered again to the handler it had before: the process ends as the
+    signal would have ended it. A caller that catches the unwinding (pytest running
+    the bench in-process reports a SystemExit as a failed test) still stops."""
+    received = False
+
+    def unwind(*_: object) -> None:
+        nonlocal received
+        received = True
+        sys.exit(128 + signal.SIGTERM)
+
+    previous = signal.signal(signal.SIGTERM, unwind)
     try:
         yield
     finally:
         signal.signal(signal.SIGTERM, previous)
+        if received:
+            signal.raise_signal(signal.SIGTERM)
 
 
 def measure_and_report(*, route: Route, chosen: drivers.Driver, skipped: list[str],

@@ -1,5 +1,6 @@
 """What every test of the project shares, the template's and yours: the `client`
-fixture (TestClient on the app as you built it, your lifespan run around the test).
+fixture (TestClient on the app as you built it, your lifespan run around the test),
+and the skip of the load tests that need the demo routes once you removed them.
 
 TestClient names the host `testserver`, which WEBSERVER_ALLOWED_HOSTS refuses with 400
 like any host it does not list. It is added here, before any test module is imported,
@@ -27,6 +28,25 @@ _hosts = (os.environ.get(_allowed.env) or dotenv_values(ENV_FILE).get(_allowed.e
           or str(_allowed.default))
 if _hosts.strip() != "*" and TEST_CLIENT_HOST not in _hosts.split(","):
     os.environ[_allowed.env] = f"{_hosts},{TEST_CLIENT_HOST}"
+
+
+DEMO_ROUTES_GONE = ("the app no longer serves the template's demo routes (/demo/...), which "
+                    "this load or signal test sends its requests to: restore app/api/demo.py "
+                    "and its entry in TEMPLATE_ROUTERS (app/main.py) to run it")
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    marked = [item for item in items if item.get_closest_marker("demo_routes")]
+    if marked and not demo_routes_served():
+        for item in marked:
+            item.add_marker(pytest.mark.skip(reason=DEMO_ROUTES_GONE))
+
+
+def demo_routes_served() -> bool:
+    from app.main import routers  # here: after the allowed hosts above are set
+
+    return any(getattr(route, "path", "").startswith("/demo/")
+               for router in routers() for route in router.routes)
 
 
 @pytest.fixture

@@ -9,6 +9,8 @@ from __future__ import annotations
 import json
 import signal
 import socket
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from urllib.parse import urlsplit
@@ -101,6 +103,34 @@ def test_bench_exits_non_zero_when_requests_fail(tmp_path: Path) -> None:
     assert signal.getsignal(signal.SIGTERM) is before
 
 
+# A process that catches the bench's unwinding and goes on, as pytest does with a
+# SystemExit raised in a test (a `timeout 60 make test-all` landing during a bench test).
+SWALLOWS_THE_UNWINDING = """
+import time
+from bench.command import sigterm_unwinds
+try:
+    with sigterm_unwinds():
+        print("benching", flush=True)
+        time.sleep(30)
+except SystemExit:
+    print("went on", flush=True)
+    time.sleep(30)
+"""
+
+
+def test_sigterm_during_a_bench_stops_a_process_that_catches_the_unwinding() -> None:
+    process = subprocess.Popen([sys.executable, "-c", SWALLOWS_THE_UNWINDING],
+                               cwd=PROJECT_DIR, stdout=subprocess.PIPE, text=True)
+    try:
+        assert process.stdout is not None and process.stdout.readline() == "benching\n"
+        process.send_signal(signal.SIGTERM)
+        assert process.wait(timeout=10) == -signal.SIGTERM
+        assert process.stdout.read() == ""
+    finally:
+        process.kill()
+        process.wait()
+
+
 def test_unsaturated_server_is_called_a_floor() -> None:
     # Two connections to a route that sleeps 20 ms cannot keep a core busy.
     route = Route("/demo/sleep?ms=20")
@@ -189,6 +219,7 @@ def test_bench_app_compares_the_app_with_bare_fastapi_on_two_cases() -> None:
     assert "GET /bench-user-like/items/{item_id} " in result.stdout
 
 
+@pytest.mark.demo_routes
 def test_bench_app_measures_a_route_with_parameters_and_headers() -> None:
     result = CliRunner().invoke(cli, [
         "bench", "app", "--path", "/demo/items/{item_id}", "--path-param", "item_id=3",

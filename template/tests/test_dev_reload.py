@@ -33,6 +33,7 @@ def wait_for(condition: Callable[[], bool], timeout: float) -> bool:
     return False
 
 
+@pytest.mark.demo_routes
 @pytest.mark.parametrize("engine", loops.ENGINES)
 def test_dev_server_recovers_after_a_bad_save(engine: str, tmp_path: Path) -> None:
     # Edit a copy, never the project itself.

@@ -29,6 +29,7 @@ GRACE = 10
 CASES = [(1, True), (2, True), (1, False)]
 
 
+@pytest.mark.demo_routes
 @pytest.mark.parametrize(("workers", "keep_alive"), CASES, ids=["1-keep-alive", "2-keep-alive",
                                                                 "1-close"])
 @pytest.mark.parametrize("engine", loops.ENGINES)
@@ -73,6 +74,7 @@ def test_sigterm_at_saturation_resets_no_queued_connection(engine: str, workers:
     assert report.exited_after is not None and report.exited_after < GRACE, report.summary()
 
 
+@pytest.mark.demo_routes
 @pytest.mark.parametrize("engine", loops.ENGINES)
 def test_grace_period_bounds_the_wait_for_slow_requests(engine: str) -> None:
     env = {"WEBSERVER_GRACEFUL_TIMEOUT": "1"}

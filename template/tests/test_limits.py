@@ -171,6 +171,7 @@ def test_a_64_mib_header_is_refused_without_reading_it(defaults: Served) -> None
 
 # -- bodies ---------------------------------------------------------------------------
 
+@pytest.mark.demo_routes
 @slow
 def test_an_announced_body_over_the_limit_gets_413_before_it_is_sent(
         defaults: Served) -> None:
@@ -198,6 +199,7 @@ def send_chunked(port: int, total: int, chunk: int = 65536) -> tuple[bytes, int]
         return read_all(sock), sent
 
 
+@pytest.mark.demo_routes
 @slow
 def test_a_chunked_body_over_the_limit_gets_413(defaults: Served) -> None:
     answer, sent = send_chunked(defaults.port, 64 << 20)
@@ -208,6 +210,7 @@ def test_a_chunked_body_over_the_limit_gets_413(defaults: Served) -> None:
     assert status(under) == 200 and under.endswith(b'{"received_bytes":%d}' % MAX_BODY_SIZE)
 
 
+@pytest.mark.demo_routes
 @slow
 def test_memory_stays_bounded_under_64_mib_uploads(defaults: Served) -> None:
     """Peak RSS of the worker (VmHWM, reset first) over a 64 MiB upload, announced and
@@ -246,6 +249,7 @@ MALFORMED_CHUNKED = {
 MALFORMED_EXCEPT = {("gunicorn", "size overflow"): 408}
 
 
+@pytest.mark.demo_routes
 @slow
 def test_a_malformed_chunked_body_gets_a_4xx(capped: Served) -> None:
     """400 (granian answered 500 with a traceback; uvicorn and gunicorn 400 themselves)."""
@@ -317,6 +321,7 @@ async def slowloris(port: int, heads: int, bodies: int, seconds: float, url: str
     return {"bodies": closed[:bodies], "heads": closed[bodies:], "normal": normal}
 
 
+@pytest.mark.demo_routes
 @slow
 def test_slow_clients_with_no_cap_leave_normal_requests_alone(defaults: Served) -> None:
     """The defaults: 50 slow heads are closed at the header timeout; meanwhile every
@@ -330,6 +335,7 @@ def test_slow_clients_with_no_cap_leave_normal_requests_alone(defaults: Served) 
                for closed, answer in seen["heads"]), seen["heads"]
 
 
+@pytest.mark.demo_routes
 @slow
 def test_slow_clients_past_the_cap_lock_nobody_out_for_long(capped: Served) -> None:
     """As many slow bodies as the cap of 20, and 5 slow heads: the slow bodies get 408

@@ -336,6 +336,7 @@ def metric_files(launcher: int) -> list[str]:
     return sorted(path.name for path in run_directory(launcher).glob("histogram_*"))
 
 
+@pytest.mark.demo_routes
 @pytest.mark.slow
 @pytest.mark.parametrize("engine", loops.ENGINES)
 def test_prometheus_counts_every_request_across_recycled_workers(engine: str) -> None:
@@ -365,6 +366,7 @@ def test_prometheus_counts_every_request_across_recycled_workers(engine: str) ->
           f"reached the client; files {files}")
 
 
+@pytest.mark.demo_routes
 @pytest.mark.slow
 @pytest.mark.parametrize("engine", loops.ENGINES)
 def test_killed_workers_counts_stay_and_their_requests_leave_the_in_flight_gauge(
@@ -399,6 +401,7 @@ def test_killed_workers_counts_stay_and_their_requests_leave_the_in_flight_gauge
         assert metric_files(launcher) == ["histogram_w0.db", "histogram_w1.db"]
 
 
+@pytest.mark.demo_routes
 @pytest.mark.slow
 @pytest.mark.parametrize("engine", loops.ENGINES)
 def test_metrics_at_a_path_of_the_app_port(engine: str) -> None:

@@ -227,6 +227,7 @@ def lines_of(output: str) -> list[dict[str, Any]]:
     return [json.loads(line) for line in output.splitlines() if line.strip()]
 
 
+@pytest.mark.demo_routes
 @pytest.mark.slow
 @pytest.mark.parametrize("engine", loops.ENGINES)
 def test_the_callers_trace_reaches_the_access_log_the_logs_and_the_collector(

@@ -107,6 +107,7 @@ async def _concurrent(url: str, count: int) -> tuple[list[int], float]:
     return [answer.status_code for answer in answers], time.monotonic() - started
 
 
+@pytest.mark.demo_routes
 @pytest.mark.parametrize("engine", honouring("max_concurrency"))
 def test_max_concurrency_past_the_cap(engine: str) -> None:
     """Requests of 200 ms against a cap of 2: one alone passes on each engine; 4 at once
