@@ -2,12 +2,11 @@
 on SIGTERM, and its protocols with the head limits (serving/head_limits.py), one per
 parser, handed to its public `http=` option.
 
-uvicorn's own supervisor replaces every worker that dies. `WorkerSupervisor` always
-replaces one that exits 0 (recycled by `limit_max_requests`), one that dies otherwise
-only with WEBSERVER_RESPAWN_FAILED_WORKERS=true, and else stops the server (exit 1).
-Both it and `DrainingServer` take the connections already queued before they let
-uvicorn close the listener, which would reset them (serving/drain.py).
-"""
+uvicorn's supervisor replaces every worker that dies; `WorkerSupervisor` replaces one
+recycled by `limit_max_requests` (exit 0), another only with
+WEBSERVER_RESPAWN_FAILED_WORKERS=true, else stops the server (exit 1). It and
+`DrainingServer` take the queued connections before uvicorn closes (resets) the
+listener (serving/drain.py)."""
 
 from __future__ import annotations
 
@@ -15,7 +14,7 @@ import asyncio
 import contextlib
 import logging
 import sys
-from socket import socket
+from socket import AF_INET, AF_INET6, IPPROTO_TCP, TCP_NODELAY, socket
 from typing import Any
 
 import uvicorn
@@ -73,8 +72,7 @@ def config(settings: Settings, loop: str) -> uvicorn.Config:
 def run(settings: Settings, loop: str) -> None:
     served = config(settings, loop)
     sockets = [served.bind_socket()]
-    # A supervisor whenever a worker may need replacing, one worker included; a single
-    # process otherwise, as uvicorn runs it.
+    # A supervisor whenever a worker may need replacing (one worker included).
     supervised = (settings.workers > 1 or settings.worker_max_requests > 0
                   or settings.respawn_failed_workers)
     timeout = drain.drain_timeout(settings.graceful_timeout)
@@ -141,11 +139,8 @@ class WorkerSupervisor(Multiprocess):
             self.processes[index] = replacement
 
 
-# -- the head limits, mixed into each of uvicorn's protocols --------------------------
-
 class HeadLimits:
-    """The head timer, and 431 for a head a parser found too large, on the names
-    uvicorn's protocols share (`cycle`, `send_400_response`, ...)."""
+    """The head timer, and 431 for a head too large, on uvicorn's protocols' names."""
 
     cycle: Any
     loop: asyncio.AbstractEventLoop
@@ -158,6 +153,11 @@ class HeadLimits:
         self.upgraded = False  # to a WebSocket: the connection is no longer ours
 
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
+        # Nagle off: asyncio does it only on sockets made with proto IPPROTO_TCP, not on
+        # uvicorn's bind_socket() (proto 0): each kept-alive answer waited ~40 ms.
+        sock = transport.get_extra_info("socket")
+        if sock is not None and sock.family in (AF_INET, AF_INET6):
+            sock.setsockopt(IPPROTO_TCP, TCP_NODELAY, 1)
         super().connection_made(transport)  # type: ignore[misc]
         self.head_timer = self.loop.call_later(self.head_timeout, self.head_too_slow)
 
