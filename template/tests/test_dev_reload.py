@@ -33,13 +33,13 @@ def wait_for(condition: Callable[[], bool], timeout: float) -> bool:
     return False
 
 
-@pytest.mark.demo_routes
 @pytest.mark.parametrize("engine", loops.ENGINES)
 def test_dev_server_recovers_after_a_bad_save(engine: str, tmp_path: Path) -> None:
-    # Edit a copy, never the project itself.
-    shutil.copytree(PROJECT_DIR / "app", tmp_path / "app",
-                    ignore=shutil.ignore_patterns("__pycache__"))
-    edited = tmp_path / "app" / "api" / "demo.py"
+    # Edit a copy, never the project itself: the app and the serving layer it runs on.
+    for package in ("app", "serving"):
+        shutil.copytree(PROJECT_DIR / package, tmp_path / package,
+                        ignore=shutil.ignore_patterns("__pycache__"))
+    edited = tmp_path / "app" / "api" / "health.py"
     good = edited.read_text()
     args = ["--engine", engine, "--loop", loop_for(engine), "--reload"]
     with running_server(args, cwd=tmp_path) as server:
