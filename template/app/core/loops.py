@@ -85,7 +85,8 @@ GUNICORN_LOOPS = ("gunicorn 27's asgi_loop takes auto, asyncio or uvloop only: "
 # tests/test_dev_reload.py -k ENGINE`.
 PASSED = ("the project's boot, request-set (Range and WebSockets included), two-worker, "
           "drain (saturation included) and dev-reload tests pass ({where})")
-ON_313 = PASSED.format(where="Python 3.13, uvicorn 0.54, granian 2.8.9, gunicorn 27.0.1")
+ON_313 = PASSED.format(where="Python 3.13 and 3.15.0, uvicorn 0.54, granian 2.8.9, "
+                             "gunicorn 27.0.1")
 
 LOOPS: dict[str, LoopSpec] = {
     spec.name: spec
@@ -121,7 +122,7 @@ LOOPS: dict[str, LoopSpec] = {
                 "HTTP, but a WebSocket it accepts is never switched to (its frames reach "
                 "the HTTP parser: `Invalid HTTP request received`), SIGTERM then waits "
                 "on that connection until killed, and one process lost 5-49 of ~900 "
-                "requests sent before SIGTERM",
+                "requests sent before SIGTERM (the same on Python 3.15.0)",
                 "gunicorn": GUNICORN_LOOPS.format(loop="rloop"),
             },
         ),
@@ -131,8 +132,8 @@ LOOPS: dict[str, LoopSpec] = {
             "Zig, wheels for CPython 3.14+ only",
             min_python=(3, 14),
             engine_values={"uvicorn": "zuvloop"},
-            verified={"uvicorn": PASSED.format(where="Python 3.14.8, uvicorn 0.54, "
-                                                     "zuvloop 0.0.17")},
+            verified={"uvicorn": PASSED.format(where="Python 3.14.8 and 3.15.0, uvicorn "
+                                                     "0.54, zuvloop 0.0.17")},
             refused_briefly={
                 "granian": "granian runs its own list of loops (asyncio, uvloop, rloop), "
                 "which zuvloop is not on",
