@@ -19,7 +19,6 @@ from socket import socket
 from typing import Any
 
 import uvicorn
-from uvicorn.config import LOGGING_CONFIG, STARTUP_FAILURE
 from uvicorn.supervisors import ChangeReload
 from uvicorn.supervisors.multiprocess import Multiprocess, Process
 
@@ -35,6 +34,7 @@ RELOADS_ITSELF = True  # its reloader already survives a bad save
 WS_PING_TIMEOUT = 20.0
 WS_MAX_MESSAGE_SIZE = 16 * 1024 * 1024  # uvicorn's default, kept for 0
 RECYCLED = 0  # a worker's exit code after `limit_max_requests`
+STARTUP_FAILURE = 3  # uvicorn's exit code when it fails to start (docs/private-names.md)
 logger = logging.getLogger("uvicorn.error")
 
 
@@ -54,8 +54,8 @@ def config(settings: Settings, loop: str) -> uvicorn.Config:
         h11_max_incomplete_event_size=settings.max_header_size,
         ws="auto" if settings.websockets else "none",
         log_level=settings.log_level,
-        log_config={**LOGGING_CONFIG,  # its lines as the app's (app/core/logs.py)
-                    **logs.engine_formatters(("default", "access"), settings.log_format)},
+        # Its own default (text), or its loggers with the app's format (app/core/logs.py).
+        **({"log_config": logs.uvicorn_json_config()} if settings.log_format == "json" else {}),
         access_log=False,  # the app's own access log, the same on every engine
         backlog=settings.backlog,
         limit_concurrency=settings.max_concurrency or None,
