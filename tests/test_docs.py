@@ -45,7 +45,7 @@ def test_mkdocs_build_strict(tmp_path: Path) -> None:
 
 def test_matrix_in_the_built_docs_follows_loops_py(tmp_path: Path) -> None:
     # A copy of the docs and the matrix, with zuvloop's minimum Python changed.
-    for part in ("docs", "mkdocs.yml", "template/app", "extensions"):
+    for part in ("docs", "mkdocs.yml", "template/app", "template/serving", "extensions"):
         source, target = TEMPLATE_ROOT / part, tmp_path / part
         if source.is_dir():
             shutil.copytree(source, target, ignore=shutil.ignore_patterns("__pycache__"))

@@ -148,8 +148,6 @@ class HeadLimits:
     uvicorn's protocols share (`cycle`, `send_400_response`, ...)."""
 
     cycle: Any
-    loop: asyncio.AbstractEventLoop
-    transport: asyncio.Transport
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -159,7 +157,9 @@ class HeadLimits:
 
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
         super().connection_made(transport)  # type: ignore[misc]
-        self.head_timer = self.loop.call_later(self.head_timeout, self.head_too_slow)
+        # Its own handles on the connection, not the protocols' `transport` and `loop`.
+        self.head_transport, self.head_loop = transport, asyncio.get_running_loop()
+        self.head_timer = self.head_loop.call_later(self.head_timeout, self.head_too_slow)
 
     def data_received(self, data: bytes) -> None:
         cycle = self.cycle
@@ -167,22 +167,22 @@ class HeadLimits:
         if self.cycle is not cycle:  # a head was completed
             self.stop_head_timer()
         elif (self.head_timer is None and (cycle is None or cycle.response_complete)
-              and not self.upgraded and not self.transport.is_closing()):
+              and not self.upgraded and not self.head_transport.is_closing()):
             # A head begun, not complete: time it (a body left unread counts: harmless).
-            self.head_timer = self.loop.call_later(self.head_timeout, self.head_too_slow)
+            self.head_timer = self.head_loop.call_later(self.head_timeout, self.head_too_slow)
 
     def feed(self, data: bytes) -> None:
         super().data_received(data)  # type: ignore[misc]
 
     def head_too_slow(self) -> None:
         self.head_timer = None
-        if not self.transport.is_closing():
-            self.transport.close()
+        if not self.head_transport.is_closing():
+            self.head_transport.close()
 
     def refuse_head(self) -> None:
-        if not self.transport.is_closing():
-            self.transport.write(TOO_LARGE)
-            self.transport.close()
+        if not self.head_transport.is_closing():
+            self.head_transport.write(TOO_LARGE)
+            self.head_transport.close()
 
     def send_400_response(self, msg: str) -> None:
         # Called by uvicorn inside its `except` for the parser's error.
@@ -227,7 +227,7 @@ class HeadGuard(HeadLimits):
         super().feed(part)
         if self.cycle is not cycle:  # a head ended in it
             self.head_bytes = 0
-        if len(part) == len(data) or self.upgraded or self.transport.is_closing():
+        if len(part) == len(data) or self.upgraded or self.head_transport.is_closing():
             return
         if self.head_bytes:  # `max_head` bytes, and the head goes on
             self.refuse_head()
