@@ -132,18 +132,37 @@ def test_more_than_100_headers_get_431(defaults: Served) -> None:
     assert (with_headers(MAX_HEADERS), with_headers(MAX_HEADERS + 1)) == (200, 431)
 
 
+def head_of(size: int, *lines: bytes) -> bytes:
+    """A request head of `size` bytes, in lines of 4 KiB (gunicorn also limits each line)."""
+    lines = lines or (b"Connection: close",)
+    while (short := size - len(head("/health/", *lines))) > 0:
+        name = b"x-%d: " % len(lines)
+        lines = (*lines, name + b"a" * max(min(4096, short - 2) - len(name), 0))
+    return head("/health/", *lines)
+
+
 @slow
 def test_a_head_over_the_size_limit_gets_431(defaults: Served) -> None:
-    """The head as a whole, in lines of 4 KiB (gunicorn also limits each line)."""
-    def with_head_of(size: int) -> int | None:
-        lines = [b"Connection: close"]
-        while (short := size - len(head("/health/", *lines))) > 0:
-            name = b"x-%d: " % len(lines)
-            lines.append(name + b"a" * max(min(4096, short - 2) - len(name), 0))
-        return status(exchange(defaults.port, head("/health/", *lines)))
+    """The head as a whole, in lines of 4 KiB."""
+    assert status(exchange(defaults.port, head_of(MAX_HEADER_SIZE))) == 200
+    assert status(exchange(defaults.port, head_of(MAX_HEADER_SIZE + 1024))) == 431
 
-    assert with_head_of(MAX_HEADER_SIZE) == 200
-    assert with_head_of(MAX_HEADER_SIZE + 1024) == 431
+
+@slow
+def test_a_later_head_on_a_kept_alive_connection_is_limited_as_the_first(
+        defaults: Served) -> None:
+    """Each request of a connection starts the head's count again (at the end of the
+    message before it): its second head gets 431 past the limit, as its first would."""
+    with socket.create_connection(("127.0.0.1", defaults.port), timeout=10) as sock:
+        sock.sendall(head("/health/"))
+        answered = b""
+        while not (match := re.search(rb"(?is)content-length: (\d+).*?\r\n\r\n", answered)) \
+                or len(answered) < match.end() + int(match[1]):
+            answered += sock.recv(65536)
+        assert status(answered) == 200
+        with contextlib.suppress(ConnectionError):
+            sock.sendall(head_of(MAX_HEADER_SIZE + 1024, b"X-Second: 1"))
+        assert status(read_all(sock)) == 431
 
 
 @slow

@@ -99,6 +99,26 @@ def engine_formatters(names: tuple[str, ...], log_format: str) -> dict[str, obje
     return {"formatters": {name: {"()": formatter_path(log_format)} for name in names}}
 
 
+def uvicorn_json_config() -> dict[str, object]:
+    """uvicorn's documented loggers (`uvicorn`, `uvicorn.error`, `uvicorn.access`) on
+    its streams, as its default dictConfig has them, in the app's JSON format."""
+    def handler(stream: str) -> dict[str, str]:
+        return {"formatter": "json", "class": "logging.StreamHandler", "stream": stream}
+
+    return {
+        "version": 1,
+        "disable_existing_loggers": False,
+        "formatters": {"json": {"()": formatter_path("json")}},
+        "handlers": {"default": handler("ext://sys.stderr"),
+                     "access": handler("ext://sys.stdout")},
+        "loggers": {
+            "uvicorn": {"handlers": ["default"], "level": "INFO", "propagate": False},
+            "uvicorn.error": {"level": "INFO"},
+            "uvicorn.access": {"handlers": ["access"], "level": "INFO", "propagate": False},
+        },
+    }
+
+
 def gunicorn_logger(log_format: str) -> type:
     """gunicorn's logger class (its `logger_class`), its lines in the format."""
     from gunicorn.glogging import Logger

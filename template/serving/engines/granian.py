@@ -21,7 +21,7 @@ from types import FrameType
 from granian import Granian
 from granian.constants import HTTPModes, Interfaces, Loops
 from granian.http import HTTP1Settings, HTTP2Settings
-from granian.log import LOGGING_CONFIG, LogLevels
+from granian.log import LogLevels
 from starlette.types import ASGIApp
 
 from app.core import logs, loops
@@ -65,8 +65,10 @@ def options(settings: Settings, loop: str) -> dict[str, object]:
         log_level=LogLevels(settings.log_level),
         # Its lines and tracebacks on stderr, as uvicorn's and the app's: stdout is the
         # access log's alone (docs/security.md).
-        log_dictconfig={"handlers": {name: {**handler, "stream": "ext://sys.stderr"}
-                                     for name, handler in LOGGING_CONFIG["handlers"].items()},
+        # granian merges this dict into its default one, key by key: its handlers
+        # replaced, by their names, with the same on stderr.
+        log_dictconfig={"handlers": {"console": stderr_handler("generic"),
+                                     "access": stderr_handler("access")},
                         **logs.engine_formatters(("generic", "access"), settings.log_format)},
         log_access=False,  # the app's own access log, the same on every engine
         respawn_failed_workers=settings.respawn_failed_workers,
@@ -76,6 +78,11 @@ def options(settings: Settings, loop: str) -> dict[str, object]:
         rss_sample_interval=RSS_SAMPLE_SECONDS,
         workers_kill_timeout=settings.graceful_timeout,
     )
+
+
+def stderr_handler(formatter: str) -> dict[str, str]:
+    return {"formatter": formatter, "class": "logging.StreamHandler",
+            "stream": "ext://sys.stderr"}
 
 
 def run(settings: Settings, loop: str) -> None:

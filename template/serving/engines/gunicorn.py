@@ -244,7 +244,8 @@ class GunicornLimits(ASGIProtocol):  # type: ignore[misc]
 
     def connection_made(self, transport: asyncio.Transport) -> None:
         super().connection_made(transport)
-        self.head_timer = self.worker.loop.call_later(self.head_timeout, self.head_too_slow)
+        self.head_loop = asyncio.get_running_loop()  # the worker's
+        self.head_timer = self.head_loop.call_later(self.head_timeout, self.head_too_slow)
 
     def data_received(self, data: bytes) -> None:
         if (self.in_body or self._callback_parser is None or self._websocket
@@ -259,8 +260,7 @@ class GunicornLimits(ASGIProtocol):  # type: ignore[misc]
             return
         if self.head_bytes and not self.in_body and self.head_timer is None:
             # A head begun and not complete: time it.
-            self.head_timer = self.worker.loop.call_later(self.head_timeout,
-                                                          self.head_too_slow)
+            self.head_timer = self.head_loop.call_later(self.head_timeout, self.head_too_slow)
         if len(part) < len(data):
             if self.head_bytes and not self.in_body:  # `max_head` bytes, no end
                 self._send_error_response(431, "Request Header Fields Too Large")

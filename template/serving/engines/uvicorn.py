@@ -18,7 +18,6 @@ from socket import AF_INET, AF_INET6, IPPROTO_TCP, TCP_NODELAY, socket
 from typing import Any
 
 import uvicorn
-from uvicorn.config import LOGGING_CONFIG, STARTUP_FAILURE
 from uvicorn.supervisors import ChangeReload
 from uvicorn.supervisors.multiprocess import Multiprocess, Process
 
@@ -34,6 +33,7 @@ RELOADS_ITSELF = True  # its reloader already survives a bad save
 WS_PING_TIMEOUT = 20.0
 WS_MAX_MESSAGE_SIZE = 16 * 1024 * 1024  # uvicorn's default, kept for 0
 RECYCLED = 0  # a worker's exit code after `limit_max_requests`
+STARTUP_FAILURE = 3  # uvicorn's exit code when it fails to start (docs/private-names.md)
 logger = logging.getLogger("uvicorn.error")
 
 
@@ -53,8 +53,8 @@ def config(settings: Settings, loop: str) -> uvicorn.Config:
         h11_max_incomplete_event_size=settings.max_header_size,
         ws="auto" if settings.websockets else "none",
         log_level=settings.log_level,
-        log_config={**LOGGING_CONFIG,  # its lines as the app's (app/core/logs.py)
-                    **logs.engine_formatters(("default", "access"), settings.log_format)},
+        # Its own default (text), or its loggers with the app's format (app/core/logs.py).
+        **({"log_config": logs.uvicorn_json_config()} if settings.log_format == "json" else {}),
         access_log=False,  # the app's own access log, the same on every engine
         backlog=settings.backlog,
         limit_concurrency=settings.max_concurrency or None,
@@ -143,8 +143,6 @@ class HeadLimits:
     """The head timer, and 431 for a head too large, on uvicorn's protocols' names."""
 
     cycle: Any
-    loop: asyncio.AbstractEventLoop
-    transport: asyncio.Transport
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -159,7 +157,9 @@ class HeadLimits:
         if sock is not None and sock.family in (AF_INET, AF_INET6):
             sock.setsockopt(IPPROTO_TCP, TCP_NODELAY, 1)
         super().connection_made(transport)  # type: ignore[misc]
-        self.head_timer = self.loop.call_later(self.head_timeout, self.head_too_slow)
+        # Its own handles on the connection, not the protocols' `transport` and `loop`.
+        self.head_transport, self.head_loop = transport, asyncio.get_running_loop()
+        self.head_timer = self.head_loop.call_later(self.head_timeout, self.head_too_slow)
 
     def data_received(self, data: bytes) -> None:
         cycle = self.cycle
@@ -167,22 +167,22 @@ class HeadLimits:
         if self.cycle is not cycle:  # a head was completed
             self.stop_head_timer()
         elif (self.head_timer is None and (cycle is None or cycle.response_complete)
-              and not self.upgraded and not self.transport.is_closing()):
+              and not self.upgraded and not self.head_transport.is_closing()):
             # A head begun, not complete: time it (a body left unread counts: harmless).
-            self.head_timer = self.loop.call_later(self.head_timeout, self.head_too_slow)
+            self.head_timer = self.head_loop.call_later(self.head_timeout, self.head_too_slow)
 
     def feed(self, data: bytes) -> None:
         super().data_received(data)  # type: ignore[misc]
 
     def head_too_slow(self) -> None:
         self.head_timer = None
-        if not self.transport.is_closing():
-            self.transport.close()
+        if not self.head_transport.is_closing():
+            self.head_transport.close()
 
     def refuse_head(self) -> None:
-        if not self.transport.is_closing():
-            self.transport.write(TOO_LARGE)
-            self.transport.close()
+        if not self.head_transport.is_closing():
+            self.head_transport.write(TOO_LARGE)
+            self.head_transport.close()
 
     def send_400_response(self, msg: str) -> None:
         # Called by uvicorn inside its `except` for the parser's error.
@@ -227,7 +227,7 @@ class HeadGuard(HeadLimits):
         super().feed(part)
         if self.cycle is not cycle:  # a head ended in it
             self.head_bytes = 0
-        if len(part) == len(data) or self.upgraded or self.transport.is_closing():
+        if len(part) == len(data) or self.upgraded or self.head_transport.is_closing():
             return
         if self.head_bytes:  # `max_head` bytes, and the head goes on
             self.refuse_head()
