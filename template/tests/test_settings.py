@@ -32,6 +32,13 @@ WORKING_SETTINGS = {
     "WEBSERVER_LOG_LEVEL": "info", "WEBSERVER_WS_PING_INTERVAL": "0",
     "WEBSERVER_TRUSTED_PROXIES": "127.0.0.1",
 }
+def serve_on_free_ports() -> list[str]:
+    """`serve` on free ports: the metrics listener's default, 9464, may be another
+    service's here (a `make serve` beside the tests)."""
+    port = free_port()
+    return ["serve", "--port", str(port), "--metrics-port", str(free_port(besides=port))]
+
+
 BAD_SETTINGS = [
     ({"WEBSERVER_ENGINE": "nginx"}, "Unknown engine"),
     ({"WEBSERVER_LOOP": "trio"}, "Unknown loop"),
@@ -97,7 +104,8 @@ def test_bad_setting_is_one_sentence_and_exit_2(
 
     monkeypatch.setattr(launcher, "serve", must_not_start)
     # Each case changes one thing from settings that work (the project's .env may not).
-    for name, value in {**WORKING_SETTINGS, "WEBSERVER_PORT": str(free_port()), **settings}.items():
+    ports = {"WEBSERVER_PORT": str(free_port()), "WEBSERVER_METRICS_PORT": str(free_port())}
+    for name, value in {**WORKING_SETTINGS, **ports, **settings}.items():
         monkeypatch.setenv(name, value)
     result = CliRunner().invoke(cli, ["serve"])
     assert result.exit_code == 2, result.output
@@ -171,7 +179,7 @@ def test_an_unknown_app_name_like_none_is_one_note_and_the_service_starts(
     monkeypatch.setattr(launcher, "serve", lambda *_: started.append(True))
     for name, value in {**WORKING_SETTINGS, "APP_ENV": "production"}.items():
         monkeypatch.setenv(name, value)
-    result = CliRunner().invoke(cli, ["serve", "--port", str(free_port())])
+    result = CliRunner().invoke(cli, serve_on_free_ports())
     assert result.exit_code == 0, result.output
     assert started == [True]
     assert result.stderr == (
@@ -192,7 +200,7 @@ def refused_with_app_settings(monkeypatch: pytest.MonkeyPatch, declared: type,
     monkeypatch.setattr(launcher, "serve", lambda *_: pytest.fail("the server was started"))
     for name, value in {**WORKING_SETTINGS, **given}.items():
         monkeypatch.setenv(name, value)
-    result = CliRunner().invoke(cli, ["serve", "--port", str(free_port())])
+    result = CliRunner().invoke(cli, serve_on_free_ports())
     assert result.exit_code == 2, result.output
     return result
 
@@ -226,7 +234,7 @@ def test_serve_refuses_a_misspelled_app_setting_with_exit_2(
     monkeypatch.setattr(launcher, "serve", lambda *_: pytest.fail("the server was started"))
     for name, value in {**WORKING_SETTINGS, "APP_GREETNG": "Hi"}.items():
         monkeypatch.setenv(name, value)
-    result = CliRunner().invoke(cli, ["serve", "--port", str(free_port())])
+    result = CliRunner().invoke(cli, serve_on_free_ports())
     assert result.exit_code == 2, result.output
     assert result.stderr == (
         "Cannot start: APP_GREETNG (in the environment) is not a setting of this service; "
