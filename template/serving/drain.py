@@ -7,9 +7,10 @@ drop new SYNs (a socket filter: a client then sees its connect retried, and refu
 once the server is gone, never a reset after it sent a request), waits while the
 engine accepts and serves what is queued, and only then hands the signal on.
 
-Each engine module (serving/engines/) puts `draining` in front of its own SIGTERM
+Each engine module (serving/engines/) puts the drain in front of its own SIGTERM
 handler and says whose listener to filter: uvicorn's launcher binds the socket itself,
-granian's workers each listen on one of their own, gunicorn's share its arbiter's.
+gunicorn's workers share its arbiter's, and granian's each listen on one of their own
+(each worker drains its own as it stops, beside the workers that go on serving).
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ import os
 import socket
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from types import FrameType
 
 SO_ATTACH_FILTER = 26  # <linux/filter.h>; the socket module does not name it
@@ -70,40 +71,46 @@ def own_listeners(port: int) -> list[socket.socket]:
     return found
 
 
-def queued(port: int) -> int:
-    """Connections waiting to be accepted on `port`, over every listener on it."""
+def queued(port: int, inodes: Collection[int] = ()) -> int:
+    """Connections waiting to be accepted on `port`, over every listener on it (or
+    those of `inodes` alone: a worker's own, beside its neighbours' and successors')."""
     total = 0
     for table in ("/proc/net/tcp", "/proc/net/tcp6"):
         with contextlib.suppress(OSError), open(table) as lines:
             next(lines)
             for line in lines:
                 fields = line.split()
-                if fields[3] == LISTEN and int(fields[1].rsplit(":", 1)[1], 16) == port:
+                if (fields[3] == LISTEN and int(fields[1].rsplit(":", 1)[1], 16) == port
+                        and (not inodes or int(fields[9]) in inodes)):
                     total += int(fields[4].split(":")[1], 16)  # rx_queue: the accept queue
     return total
 
 
-def wait_until_accepted(port: int, timeout: float) -> int:
-    """Wait until no connection is queued on `port`; how many still are at `timeout`."""
+def wait_until_accepted(port: int, timeout: float, inodes: Collection[int] = ()) -> int:
+    """Wait until no connection is queued on `port` (on `inodes`, if given); how many
+    still are at `timeout`."""
     deadline, empty_since = time.monotonic() + timeout, None
     while time.monotonic() < deadline:
-        if queued(port):
+        if queued(port, inodes):
             empty_since = None
         elif empty_since is None:
             empty_since = time.monotonic()
         elif time.monotonic() - empty_since >= EMPTY_FOR:
             return 0
         time.sleep(POLL)
-    return queued(port)
+    return queued(port, inodes)
 
 
-def refuse_own_listeners(port: int) -> None:
+def refuse_own_listeners(port: int) -> set[int]:
     """Drop new SYNs on this process's listeners on `port` (found in /proc: granian's
-    workers and gunicorn's arbiter hold theirs where the launcher cannot see them)."""
+    workers and gunicorn's arbiter hold theirs where the launcher cannot see them);
+    their inodes, as /proc/net/tcp names them."""
     socks = own_listeners(port)
     refuse_new_connections(socks)
+    inodes = {os.fstat(sock.fileno()).st_ino for sock in socks}
     for sock in socks:
         sock.close()
+    return inodes
 
 
 def drain_timeout(graceful_timeout: float) -> float:
@@ -133,3 +140,18 @@ def draining(handler: Handler, port: int, timeout: float,
         threading.Thread(target=then, name="drain", daemon=True).start()
 
     return handle
+
+
+def bytes_waiting(transport: object) -> bool:
+    """Whether the kernel holds bytes this connection's loop has not read yet (a loop
+    runs its timers before it reads: libuv's does): a request on its way, not silence."""
+    get_extra_info = getattr(transport, "get_extra_info", None)
+    sock = get_extra_info("socket") if get_extra_info is not None else None
+    if sock is None:
+        return False
+    try:
+        with socket.socket(fileno=os.dup(sock.fileno())) as peek:
+            return bool(peek.recv(1, socket.MSG_PEEK | socket.MSG_DONTWAIT))
+    except OSError:  # nothing waiting (EAGAIN), or the connection is gone
+        return False
+

@@ -1,6 +1,6 @@
 """The app as every engine serves it: create_app's (app/main.py) behind the
-proxy-headers middleware, with the orchestrator's probes and (WEBSERVER_METRICS=path)
-/metrics answered in front.
+proxy-headers middleware, its streams ended at a stop (serving/open_streams.py), with
+the orchestrator's probes and (WEBSERVER_METRICS=path) /metrics answered in front.
 
 Every engine builds the app through this factory, so a forwarded request gets the
 same answer on each (granian has no option of its own, and its helper ignored
@@ -14,6 +14,7 @@ from starlette.types import ASGIApp
 
 from serving.forwarded import ForwardedHeadersMiddleware
 from serving.metrics_path import MetricsPathMiddleware
+from serving.open_streams import OpenStreamsMiddleware
 from serving.probes import ProbeMiddleware
 from serving.settings import get_settings
 
@@ -32,4 +33,6 @@ def create_served_app(app: ASGIApp | None = None) -> ASGIApp:
                                          settings.root_path)
     if settings.metrics == "path":  # answered before the app, as the probes are
         proxied = MetricsPathMiddleware(proxied)
-    return ProbeMiddleware(proxied)
+    # A stream ends within the grace period, whatever its own setting.
+    stream_stop_timeout = min(settings.stream_stop_timeout, settings.graceful_timeout)
+    return ProbeMiddleware(OpenStreamsMiddleware(proxied, stream_stop_timeout))

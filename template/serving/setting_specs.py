@@ -185,6 +185,9 @@ SETTINGS: tuple[SettingSpec, ...] = (
                 "parser, client, Python version, pid)", choices=HEALTH_DETAILS),
     SettingSpec("graceful_timeout", int, 30,
                 "seconds a stopping server waits for in-flight requests", 1, 3600),
+    SettingSpec("stream_stop_timeout", float, 1.0,
+                "seconds a stream or WebSocket open at a stop has to end itself "
+                "(app/core/stopping.py) before the server ends it", 0, 3600),
     SettingSpec("reload", bool, False, "restart on code changes (one worker)"),
     SettingSpec("log_level", str, "info", "log level", choices=LOG_LEVELS),
 )

@@ -1,6 +1,7 @@
 """Bounded load on 127.0.0.1 with a SIGTERM in the middle, and what happened to each request.
 
-Each of `connections` keep-alive HTTP/1.1 connections sends one request at a time.
+Each of `connections` keep-alive HTTP/1.1 connections sends one request at a time, and
+opens a new connection after an answer that says `Connection: close`, as a client does.
 A request counts as *sent before the signal* when its last byte was written before
 the signal; each such request must come back 200. A request sent after the signal
 may be refused (the server stops accepting), but never cut off mid-response.
@@ -61,11 +62,14 @@ class DrainReport:
 
 
 async def _read_response(reader: asyncio.StreamReader, responses: ResponseReader,
-                         outcome: Outcome) -> None:
-    """Until one whole response arrived, however its body is framed (bench/http1.py)."""
+                         outcome: Outcome) -> bool:
+    """Until one whole response arrived, however its body is framed (bench/http1.py);
+    whether the server keeps the connection open (as a client reads it: no
+    `Connection: close`)."""
     while (response := responses.take(await reader.read(65536))) is None:
         outcome.partial = responses.mid_response
     outcome.status, outcome.partial = response.status, False
+    return not response.closes
 
 
 async def _connection(host: str, port: int, request: bytes, stop_at: float,
@@ -85,8 +89,8 @@ async def _connection(host: str, port: int, request: bytes, stop_at: float,
             await writer.drain()
             outcome.sent_at = time.monotonic()
             outcomes.append(outcome)
-            await _read_response(reader, responses, outcome)
-            if not keep_alive:
+            kept_open = await _read_response(reader, responses, outcome)
+            if not keep_alive or not kept_open:
                 writer.close()
                 reader = writer = None
         except (OSError, asyncio.IncompleteReadError, ValueError) as error:

@@ -1,12 +1,17 @@
 """Routes to measure and to test against: one that waits as a handler waiting on a
-database would, one with a path parameter, one that reads a body."""
+database would, one with a path parameter, one that reads a body, and a stream of
+server-sent events that ends with a last event when the server stops."""
 
 from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import AsyncIterator
 
 from fastapi import APIRouter, Query, Request
+from fastapi.responses import StreamingResponse
+
+from app.core.stopping import server_stopping
 
 router = APIRouter(prefix="/demo", tags=["demo"])
 LOGGER = logging.getLogger(__name__)
@@ -30,3 +35,19 @@ async def echo_body(request: Request) -> dict[str, int]:
     # WEBSERVER_LOG_FORMAT=json (app/core/logs.py). Shown at WEBSERVER_LOG_LEVEL=debug.
     LOGGER.debug("echo received %d bytes", received)
     return {"received_bytes": received}
+
+
+@router.get("/events")
+async def events(every: float = Query(default=1.0, gt=0, le=60)) -> StreamingResponse:
+    """A tick every `every` seconds until the server stops, then a last event: a client
+    reconnects, to a worker that goes on serving (app/core/stopping.py)."""
+    async def ticks() -> AsyncIterator[str]:
+        count = 0
+        while not server_stopping.is_set():
+            yield f"event: tick\ndata: {count}\n\n"
+            count += 1
+            await server_stopping.wait(timeout=every)
+        yield "event: bye\ndata: the server is stopping; reconnect\n\n"
+
+    return StreamingResponse(ticks(), media_type="text/event-stream",
+                             headers={"Cache-Control": "no-store"})

@@ -82,10 +82,11 @@ def formatter_path(log_format: str) -> str:
     return f"{chosen.__module__}.{chosen.__qualname__}"
 
 
-def announce(line: str, log_format: str, logger: str = "app.server") -> None:
-    """A line of the launcher's own, before any engine or logging is set up."""
+def announce(line: str, log_format: str, logger: str = "app.server",
+             level: int = logging.INFO) -> None:
+    """A line of the launcher's own, where no logging of its own is set up."""
     if log_format == "json":
-        record = logging.LogRecord(logger, logging.INFO, __file__, 0, line, None, None)
+        record = logging.LogRecord(logger, level, __file__, 0, line, None, None)
         line = JsonFormatter().format(record)
     print(line, file=sys.stderr, flush=True)
 

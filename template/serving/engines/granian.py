@@ -2,41 +2,50 @@
 
 - Workers: granian forks (3.11-3.13) or spawns (3.14) them, and builds the loop in
   each; it replaces a failed one only with `respawn_failed_workers`.
-- Drain: its workers each listen on a socket of their own (SO_REUSEPORT). On SIGTERM
-  its main process asks them to drop new SYNs with SIGUSR2 (`refuse_in_workers`), reads
-  their queues in /proc, then hands the signal to granian (serving/drain.py).
-- Reload: its own reloader stops for good when a worker dies while starting (2.8.9),
-  so the launcher restarts it on each change instead (serving/launcher.py).
+- Stop: its workers each listen on a socket of their own (SO_REUSEPORT), and its main
+  process stops a worker with SIGTERM (a stop, a reload, a recycle). Each worker takes
+  that signal from granian (`stop_in_order`): `server_stopping`, its own listener
+  drained (serving/drain.py), its streams ended (serving/open_streams.py), then
+  granian's own stop (SIGINT).
+- Reload: granian's own on SIGHUP (a new worker, then the old one stopped), once the
+  code on disk builds (serving/reload.py).
+- Dev reload: its own reloader stops for good when a worker dies while starting
+  (2.8.9), so the launcher restarts it on each change instead (serving/launcher.py).
 - Head limits: its own (`http1_settings`), which the other engines copy.
 """
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
-import multiprocessing
-import os
 import signal
+import threading
+from collections.abc import Callable
 from types import FrameType
 
 from granian import Granian
 from granian.constants import HTTPModes, Interfaces, Loops
 from granian.http import HTTP1Settings, HTTP2Settings
 from granian.log import LogLevels
-from starlette.types import ASGIApp
+from starlette.types import ASGIApp, Receive, Scope, Send
 
 from app.core import logs, loops
-from serving import drain
+from app.core.stopping import server_stopping
+from serving import drain, reload
+from serving.open_streams import OPEN_STREAMS
 from serving.served_app import create_served_app
 from serving.settings import Settings, get_settings
 
 NAME = "granian"
 RELOADS_ITSELF = False
-# The app behind this module's factory: each worker then refuses new connections on
-# its own listener when the main process asks.
+# The app behind this module's factory: each worker then drains its own listener and
+# ends its streams before granian stops it.
 APP_TARGET = f"{__name__}:served_app"
 RSS_SAMPLE_SECONDS = 5
-REFUSE_SIGNAL = signal.SIGUSR2
 STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT)
+# granian's workers stop on either: SIGTERM is the drain's, SIGINT stays granian's.
+HANDED_TO_GRANIAN = signal.SIGINT
+Handler = Callable[[int, FrameType | None], object]
 
 
 def options(settings: Settings, loop: str) -> dict[str, object]:
@@ -89,39 +98,68 @@ def run(settings: Settings, loop: str) -> None:
     server = Granian(**options(settings, loop))  # type: ignore[arg-type]
 
     @server.on_startup
-    def drain_on_sigterm() -> None:
-        # Runs in granian's main process once it has set its own signal handlers.
-        signal.signal(signal.SIGTERM, drain.draining(
-            signal.getsignal(signal.SIGTERM), settings.port,
-            drain.drain_timeout(settings.graceful_timeout), refuse=refuse_in_workers))
+    def check_before_reload() -> None:
+        # Runs in granian's main process once it has set its own signal handlers. Its
+        # own reload stops the server when a new worker fails to start.
+        signal.signal(signal.SIGHUP, checked_reload(signal.getsignal(signal.SIGHUP),
+                                                    settings.log_format))
 
     server.serve()
 
 
+def checked_reload(handler: Handler, log_format: str) -> Handler:
+    """granian's SIGHUP handler, once the code on disk builds (serving/reload.py)."""
+    def log(level: int, line: str) -> None:
+        logs.announce(line, log_format, level=level)
+
+    def handle(sig: int, frame: FrameType | None) -> None:
+        def then() -> None:
+            if reload.accepted("granian", log):
+                handler(sig, frame)
+
+        threading.Thread(target=then, name="reload check", daemon=True).start()
+
+    return handle
+
+
 def served_app() -> ASGIApp:
-    """In each worker: the served app, and its listener refused on REFUSE_SIGNAL."""
-    # A forked worker inherits the main process's handlers, the drain's among them, until
-    # granian sets its own once the app is built: a worker stopped while it imports the
-    # app must stop, not drain the main process's listener and serve on.
+    """In each worker: the served app, which drains the worker's own listener and ends
+    what is open before granian stops the worker."""
+    # A forked worker inherits the main process's handlers until granian sets its own
+    # once the app is built: a worker stopped while it imports the app must stop.
     for number in STOP_SIGNALS:
         signal.signal(number, signal.SIG_DFL)
-    refuse_on_signal(get_settings().port)
-    return create_served_app()
+    served, settings = create_served_app(), get_settings()
+
+    async def app(scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "lifespan":  # on the worker's loop, granian's handlers set
+            stop_in_order(asyncio.get_running_loop(), settings)
+        await served(scope, receive, send)
+
+    return app
 
 
-def refuse_on_signal(port: int) -> None:
-    """In a worker: drop new SYNs on its own listener when the main process asks."""
-    def refuse(sig: int, frame: FrameType | None) -> None:
-        # A signal handler runs inside whatever request code was executing: it must
-        # never raise there, or that request fails.
-        with contextlib.suppress(Exception):
-            drain.refuse_own_listeners(port)
+def stop_in_order(loop: asyncio.AbstractEventLoop, settings: Settings) -> None:
+    """The worker's SIGTERM (granian's main process stops it with one on a stop, a
+    reload or a recycle): first `server_stopping`, then its own listener drained, then
+    the streams ended (serving/open_streams.py), and only then granian's own stop, which
+    would reset the queued connections and drop the WebSockets without a close frame."""
+    def begin(*_: object) -> None:
+        if server_stopping.is_set():  # a second signal: stop now
+            signal.raise_signal(HANDED_TO_GRANIAN)
+            return
+        server_stopping.set()
+        loop.call_soon_threadsafe(lambda: loop.create_task(then(), name="stop in order"))
 
-    signal.signal(REFUSE_SIGNAL, refuse)
-
-
-def refuse_in_workers() -> None:
-    """In the main process: ask each worker to refuse new connections."""
-    for worker in multiprocessing.active_children():
+    async def then() -> None:
         with contextlib.suppress(OSError):
-            os.kill(worker.pid, REFUSE_SIGNAL)
+            inodes = drain.refuse_own_listeners(settings.port)
+            await asyncio.to_thread(drain.wait_until_accepted, settings.port,
+                                    drain.drain_timeout(settings.graceful_timeout), inodes)
+        await OPEN_STREAMS.ended(timeout=settings.graceful_timeout)
+        signal.raise_signal(HANDED_TO_GRANIAN)
+
+    try:
+        loop.add_signal_handler(signal.SIGTERM, begin)  # replaces granian's, on this loop
+    except NotImplementedError:  # a loop without signal handlers: as granian falls back
+        signal.signal(signal.SIGTERM, begin)

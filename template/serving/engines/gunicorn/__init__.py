@@ -25,19 +25,20 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
+import select
 import signal
 import sys
 import threading
+import time
 from typing import Any
 
 from gunicorn.app.base import BaseApplication
-from gunicorn.asgi.protocol import ASGIProtocol
-from gunicorn.workers import gasgi
 from starlette.types import ASGIApp
 
 from app.core import logs, loops
-from serving import drain
-from serving.head_limits import head_limits
+from app.core.stopping import server_stopping
+from serving import drain, reload
+from serving.engines.gunicorn.worker import PID_BYTES, POLL, STOP_IDLE, STOP_SIGNALS, GunicornLimits
 from serving.served_app import create_served_app
 from serving.settings import Settings, get_settings
 from serving.websockets_off import WebSocketsOff
@@ -46,17 +47,10 @@ NAME = "gunicorn"
 # Its own reloader (27.0.1, asgi worker) answers every request with the error after a
 # bad save, and never loads the fix: the launcher restarts it on each change instead.
 RELOADS_ITSELF = False
-WORKER_CLASS = f"{__name__}.GunicornWorker"  # gunicorn's `worker_class` takes a path
+WORKER_CLASS = "serving.engines.gunicorn.worker.GunicornWorker"  # `worker_class` takes a path
 WS_MAX_MESSAGE_SIZE = 16 * 1024 * 1024  # gunicorn's default, kept for 0
-PID_BYTES = 4
-POLL = 0.01  # seconds
+READY_TIMEOUT = 60.0  # seconds a new worker has to serve, on SIGHUP
 FAILED = 1  # the launcher's exit code when a killed worker stopped the server
-STOP_SIGNALS = {signal.SIGTERM, signal.SIGINT, signal.SIGQUIT}
-# What gunicorn 27's asgi worker handles on its loop, and the rest of what its arbiter
-# handles (a fork inherits those handlers).
-NOTED_SIGNALS = (*STOP_SIGNALS, signal.SIGUSR1, signal.SIGWINCH, signal.SIGABRT)
-RESET_SIGNALS = (signal.SIGHUP, signal.SIGUSR2, signal.SIGCHLD, signal.SIGTTIN,
-                 signal.SIGTTOU)
 
 
 def options(settings: Settings, loop: str) -> dict[str, object]:
@@ -119,6 +113,7 @@ class GunicornApp(BaseApplication):
         self.exits, self.exit_writer = os.pipe()
         os.set_blocking(self.exits, False)
         self.left = set[int]()
+        self.readies, self.ready_writer = os.pipe()  # a new worker's pid, once it serves
         super().__init__()
 
     def load_config(self) -> None:
@@ -143,6 +138,38 @@ class GunicornApp(BaseApplication):
             handle(sig, frame)
 
         signal.signal(signal.SIGTERM, on_term)
+        signal.signal(signal.SIGHUP, lambda sig, frame: threading.Thread(
+            target=self.reload, args=(arbiter,), name="reload", daemon=True).start())
+
+    def reload(self, arbiter: Any) -> None:
+        """In the arbiter, on SIGHUP: each worker replaced in turn, once the new one
+        serves. gunicorn's own reload stops the old workers before the new serve, and
+        stops the server when a new one fails to start."""
+        if not reload.accepted("gunicorn", arbiter.log.log):
+            return
+        with contextlib.suppress(BlockingIOError):
+            os.set_blocking(self.readies, False)
+            while os.read(self.readies, 4096):  # what earlier workers said
+                pass
+        workers = arbiter.num_workers
+        for _ in range(workers):
+            if self.stopping.is_set():
+                return
+            os.kill(os.getpid(), signal.SIGTTIN)  # one more worker, with the code on disk
+            if not self.new_worker_serves(READY_TIMEOUT):
+                arbiter.log.error(reload.NOT_READY.format(pid="?", seconds=READY_TIMEOUT))
+                os.kill(os.getpid(), signal.SIGTTOU)
+                return
+            os.kill(os.getpid(), signal.SIGTTOU)  # gunicorn stops its oldest worker
+        arbiter.log.info(reload.DONE.format(workers=workers))
+
+    def new_worker_serves(self, timeout: float) -> bool:
+        deadline = time.monotonic() + timeout
+        os.set_blocking(self.readies, True)
+        while (left := deadline - time.monotonic()) > 0 and not self.stopping.is_set():
+            if select.select([self.readies], [], [], min(left, 0.5))[0]:
+                return len(os.read(self.readies, PID_BYTES)) == PID_BYTES
+        return False
 
     def post_fork(self, arbiter: Any, worker: Any) -> None:
         """In a new worker: hold the stop signals until it has its own handlers (see
@@ -159,8 +186,20 @@ class GunicornApp(BaseApplication):
             for sock in drain.own_listeners(self.port):
                 sock.listen(self.backlog)
                 sock.close()
+            with contextlib.suppress(OSError):  # serving: a reload may stop an old one
+                os.write(self.ready_writer, os.getpid().to_bytes(PID_BYTES, "little"))
+
+        async def stop_when_not_alive() -> None:
+            # Every way the worker stops (a signal, max_requests) clears `alive`.
+            while worker.alive:
+                await asyncio.sleep(POLL * 5)
+            server_stopping.set()
+            await asyncio.sleep(STOP_IDLE)
+            for connection in list(GunicornLimits.open):
+                connection.close_if_silent()
 
         worker.loop.call_soon(listen_with_backlog)
+        worker.loop.create_task(stop_when_not_alive())
 
     def worker_exit(self, arbiter: Any, worker: Any) -> None:
         """In a worker that leaves of its own accord."""
@@ -183,111 +222,3 @@ class GunicornApp(BaseApplication):
         self.failed = True
         arbiter.num_workers -= 1  # no replacement (gunicorn's TTOU, past its floor of 1)
         os.kill(os.getpid(), signal.SIGTERM)
-
-
-class SignalsBeforeTheLoop:
-    """Signals that arrive while the worker imports the app are handled once its loop
-    runs, not lost.
-
-    The worker adds its handlers to its event loop before it imports the app, and
-    uvloop drops a signal that arrives before the loop runs (measured: the handler
-    never fires; asyncio keeps it). A worker stopped while it started (a recycle, a
-    respawn) then served on until the arbiter killed it after the graceful timeout.
-    Here, plain handlers note what arrives until the loop's first turn, when the
-    worker's own handlers are set and what was noted is sent again. The stop signals
-    held since `post_fork` are let in once the notes are taken, before the app (and
-    any thread or process it starts, which would inherit the mask) is imported."""
-
-    def init_signals(self) -> None:
-        arrived: list[int] = []
-        for number in RESET_SIGNALS:  # the arbiter's handlers, inherited by the fork
-            signal.signal(number, signal.SIG_DFL)
-        for number in NOTED_SIGNALS:
-            signal.signal(number, lambda received, frame: arrived.append(received))
-        signal.pthread_sigmask(signal.SIG_UNBLOCK, STOP_SIGNALS)
-        worker_init_signals = super().init_signals  # type: ignore[misc]
-
-        def on_the_loop() -> None:
-            worker_init_signals()
-            for number in arrived:
-                os.kill(os.getpid(), number)
-
-        self.loop.call_soon(on_the_loop)  # type: ignore[attr-defined]
-
-
-class GunicornWorker(SignalsBeforeTheLoop, gasgi.ASGIWorker):  # type: ignore[misc]
-    """gunicorn's asgi worker, its connections served by GunicornLimits."""
-
-    def init_process(self) -> None:
-        # gunicorn 27.0.1 caches whether gunicorn-h1c is usable on the class it asks
-        # from, then reads the cache on ASGIProtocol itself: asked from a subclass only,
-        # it refuses http_parser="fast" on every connection (RuntimeError "gunicorn_h1c
-        # >= 0.4.1 required"). Asked from ASGIProtocol first, the subclass inherits the
-        # answer (only for that parser: the question imports gunicorn-h1c).
-        if get_settings().resolved_http == "h1c":
-            ASGIProtocol._check_h1c_protocol_available()
-        # The worker builds each connection's protocol from this name (gunicorn
-        # 27.0.1, `create_server(lambda: ASGIProtocol(self), ...)`), in this process.
-        gasgi.ASGIProtocol = GunicornLimits
-        super().init_process()
-
-
-class GunicornLimits(ASGIProtocol):  # type: ignore[misc]
-    """The asgi worker's HTTP/1 protocol with the head's size and time."""
-
-    def __init__(self, worker: Any) -> None:
-        super().__init__(worker)
-        self.max_head, self.head_timeout = head_limits()
-        self.head_timer: asyncio.TimerHandle | None = None
-        self.head_bytes = 0
-        self.in_body = False
-
-    def connection_made(self, transport: asyncio.Transport) -> None:
-        super().connection_made(transport)
-        self.head_loop = asyncio.get_running_loop()  # the worker's
-        self.head_timer = self.head_loop.call_later(self.head_timeout, self.head_too_slow)
-
-    def data_received(self, data: bytes) -> None:
-        if (self.in_body or self._callback_parser is None or self._websocket
-                or self._h2c_buffer is not None):
-            super().data_received(data)  # a body, WebSocket, or HTTP/2
-            return
-        room = self.max_head - self.head_bytes
-        part = data if len(data) <= room else data[:room]
-        self.head_bytes += len(part)
-        super().data_received(part)  # _on_headers_complete resets the count
-        if self._closed:
-            return
-        if self.head_bytes and not self.in_body and self.head_timer is None:
-            # A head begun and not complete: time it.
-            self.head_timer = self.head_loop.call_later(self.head_timeout, self.head_too_slow)
-        if len(part) < len(data):
-            if self.head_bytes and not self.in_body:  # `max_head` bytes, no end
-                self._send_error_response(431, "Request Header Fields Too Large")
-                self._close_transport()
-                return
-            self.data_received(data[len(part):])
-
-    def _on_headers_complete(self) -> Any:
-        self.head_bytes = 0
-        self.in_body = True
-        self.stop_head_timer()
-        return super()._on_headers_complete()
-
-    def _on_message_complete(self) -> None:
-        self.in_body = False
-        super()._on_message_complete()
-
-    def head_too_slow(self) -> None:
-        self.head_timer = None
-        if not self._closed:
-            self._close_transport()
-
-    def connection_lost(self, exc: Exception | None) -> None:
-        self.stop_head_timer()
-        super().connection_lost(exc)
-
-    def stop_head_timer(self) -> None:
-        if self.head_timer is not None:
-            self.head_timer.cancel()
-            self.head_timer = None

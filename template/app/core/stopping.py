@@ -1,0 +1,67 @@
+"""`server_stopping`: how your code learns that this worker's server is stopping.
+
+Set in each worker as soon as it is told to stop (SIGTERM, a reload on SIGHUP, a
+recycle), on every engine, before the server waits for what is still open. A stream
+that looks at it can send its last event and finish:
+
+    async def events() -> AsyncIterator[str]:
+        while not server_stopping.is_set():
+            yield "data: tick\\n\\n"
+            await server_stopping.wait(timeout=1.0)  # a tick, or the stop
+        yield "event: bye\\ndata: the server is restarting\\n\\n"
+
+A stream or WebSocket still open WEBSERVER_STREAM_STOP_TIMEOUT seconds after the stop
+is ended by the server (serving/open_streams.py): your generator is cancelled, the
+stream is closed properly, a WebSocket gets close code 1012. Your lifespan's shutdown
+runs after that. Requests that have not started their answer keep the whole
+WEBSERVER_GRACEFUL_TIMEOUT.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import threading
+
+
+class ServerStopping:
+    """A flag set once per process, readable from any thread and awaitable on any
+    event loop (a worker has one; a test may run several in turn)."""
+
+    def __init__(self) -> None:
+        self.flag = threading.Event()
+        self.waiters: set[tuple[asyncio.AbstractEventLoop, asyncio.Event]] = set()
+        # Re-entrant: `set` may run in a signal handler on a thread that holds it.
+        self.lock = threading.RLock()
+
+    def is_set(self) -> bool:
+        return self.flag.is_set()
+
+    async def wait(self, timeout: float | None = None) -> bool:
+        """Until the server stops (True) or `timeout` seconds pass (False)."""
+        if self.flag.is_set():
+            return True
+        waiter = (asyncio.get_running_loop(), asyncio.Event())
+        with self.lock:
+            self.waiters.add(waiter)
+        try:
+            if self.flag.is_set():  # set between the check and the registration
+                return True
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(waiter[1].wait(), timeout)
+            return self.flag.is_set()
+        finally:
+            with self.lock:
+                self.waiters.discard(waiter)
+
+    def set(self) -> None:
+        """Called by the serving layer; safe from a signal handler or another thread."""
+        self.flag.set()
+        with self.lock:
+            waiters = list(self.waiters)
+        for loop, event in waiters:
+            with contextlib.suppress(RuntimeError):  # that loop has closed
+                loop.call_soon_threadsafe(event.set)
+
+
+server_stopping = ServerStopping()

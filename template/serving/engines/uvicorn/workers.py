@@ -1,0 +1,106 @@
+"""uvicorn's workers: its supervisor (`Multiprocess`), with the choices made.
+
+uvicorn's supervisor replaces every worker that dies; `WorkerSupervisor` (always
+there, one worker included) replaces one recycled by `limit_max_requests` (exit 0),
+another only with WEBSERVER_RESPAWN_FAILED_WORKERS=true, else stops the server (exit
+1). On SIGTERM it takes the queued connections before uvicorn closes (resets) the
+listener (serving/drain.py); on SIGHUP it replaces each worker once the new one serves
+(serving/reload.py). Its workers set `server_stopping` as they stop."""
+
+from __future__ import annotations
+
+import logging
+from socket import socket
+
+import uvicorn
+from uvicorn.supervisors.multiprocess import Multiprocess, Process
+
+from app.core.stopping import server_stopping
+from serving import drain, reload
+
+RECYCLED = 0  # a worker's exit code after `limit_max_requests`
+STARTUP_FAILURE = 3  # uvicorn's exit code when it fails to start (docs/private-names.md)
+logger = logging.getLogger("uvicorn.error")
+
+
+class WorkerServer(uvicorn.Server):
+    async def shutdown(self, sockets: list[socket] | None = None) -> None:
+        # Every way a worker stops (a signal, limit_max_requests) comes here first.
+        server_stopping.set()
+        await super().shutdown(sockets=sockets)
+
+
+class WorkerProcess(Process):
+    """A worker whose server sets `server_stopping` (app/core/stopping.py)."""
+
+    @property
+    def server(self) -> uvicorn.Server:
+        if getattr(self, "worker_server", None) is None:
+            self.worker_server = WorkerServer(config=self.config)
+        return self.worker_server
+
+
+class WorkerSupervisor(Multiprocess):
+    respawn_failed = False
+    failed = 0  # the exit code, when a worker died and was not replaced
+    drain_timeout = 0.0
+
+    def init_processes(self) -> None:
+        for _ in range(self.processes_num):
+            self.processes.append(self.started())
+
+    def started(self) -> WorkerProcess:
+        process = WorkerProcess(self.config, self.sockets)
+        process.start()
+        return process
+
+    def handle_term(self) -> None:
+        # The workers go on accepting from the shared listener while it drains.
+        drain.refuse_new_connections(self.sockets)
+        drain.wait_until_accepted(self.config.port, self.drain_timeout)
+        super().handle_term()
+
+    def handle_hup(self) -> None:
+        """Each worker replaced in turn, once its replacement serves (serving/reload.py)."""
+        if not reload.accepted("uvicorn", logger.log):
+            return
+        for index, old in enumerate(self.processes):
+            new = self.started()
+            if not new.wait_until_ready(self.config.timeout_worker_healthcheck, self.should_exit):
+                new.kill()
+                new.join()
+                if not self.should_exit.is_set():
+                    logger.error(reload.NOT_READY.format(
+                        pid=new.pid, seconds=self.config.timeout_worker_healthcheck))
+                return
+            old.terminate()
+            old.join()
+            self.processes[index] = new
+        logger.info(reload.DONE.format(workers=len(self.processes)))
+
+    def handle_ttin(self) -> None:
+        self.processes_num += 1
+        self.processes.append(self.started())
+
+    def keep_subprocess_alive(self) -> None:
+        # uvicorn's own loop (Multiprocess.keep_subprocess_alive), with the choice made.
+        if self.should_exit.is_set():
+            return
+        for index, process in enumerate(self.processes):
+            if process.is_alive(timeout=self.config.timeout_worker_healthcheck):
+                continue
+            process.kill()  # hung, or already gone
+            process.join()
+            if self.should_exit.is_set():
+                return
+            code = process.exitcode
+            if code == STARTUP_FAILURE or (code != RECYCLED and not self.respawn_failed):
+                if code != STARTUP_FAILURE:
+                    logger.error(f"Worker [{process.pid}] died with exit code {code}; not "
+                                 "replaced (WEBSERVER_RESPAWN_FAILED_WORKERS=false), stopping.")
+                self.failed = STARTUP_FAILURE if code == STARTUP_FAILURE else 1
+                self.should_exit.set()
+                return
+            reason = "recycled" if code == RECYCLED else f"died with exit code {code}"
+            logger.info(f"Worker [{process.pid}] {reason}; starting a new one.")
+            self.processes[index] = self.started()

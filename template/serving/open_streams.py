@@ -1,0 +1,138 @@
+"""At a stop, end the streams and WebSockets still open, the same on every engine.
+
+An engine stopping waits for every open connection (up to WEBSERVER_GRACEFUL_TIMEOUT)
+before it runs the lifespan's shutdown, and an SSE stream never ends by itself:
+measured before this layer, uvicorn waited out the grace period and cancelled it with
+two ERROR lines, granian and gunicorn killed the worker and skipped your shutdown.
+
+Here, in each worker, once `server_stopping` (app/core/stopping.py) is set: a stream
+(an answer begun without a Content-Length) or an accepted WebSocket still open after
+WEBSERVER_STREAM_STOP_TIMEOUT seconds has its task cancelled, and this layer ends it
+properly: the stream's last chunk, a WebSocket's close frame with 1012 (service
+restart: come back later). One INFO line for each. An answer with a Content-Length
+and a request not yet answered keep the whole grace period. Every answer begun after
+the stop says `Connection: close`: a kept-alive client then sends no request into a
+connection that is about to close.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from dataclasses import dataclass, field
+
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from app.core.stopping import server_stopping
+
+CLOSE = (b"connection", b"close")
+RESTART_CLOSE_CODE = 1012  # "Service Restart" in the IANA WebSocket close-code registry
+logger = logging.getLogger("app.server")  # at WEBSERVER_LOG_LEVEL, as the app's lines
+
+
+@dataclass
+class Open:
+    kind: str  # "http" or "websocket"
+    name: str  # "GET /demo/events", "WebSocket /ws/echo"
+    since: float = field(default_factory=time.monotonic)
+    streaming: bool = False  # an answer begun without a Content-Length, or a WebSocket accepted
+    done: bool = False  # its last body chunk sent, or its close
+    cut: bool = False  # cancelled by this layer at the stop
+
+
+class OpenStreams:
+    """The requests of this process in flight, by task, and the end of each stream
+    still open at the stop."""
+
+    def __init__(self) -> None:
+        self.open: dict[asyncio.Task[object], Open] = {}
+        self.watchers: set[asyncio.AbstractEventLoop] = set()
+        self.stop_timeout = 1.0
+
+    def watch(self, loop: asyncio.AbstractEventLoop) -> None:
+        if loop not in self.watchers:
+            self.watchers.add(loop)
+            loop.create_task(self.end_at_stop(), name="end open streams at the stop")
+
+    async def end_at_stop(self) -> None:
+        await server_stopping.wait()
+        deadline = time.monotonic() + self.stop_timeout
+        loop = asyncio.get_running_loop()
+        while (left := deadline - time.monotonic()) > 0 and self.streams(loop):
+            await asyncio.sleep(min(left, 0.05))
+        for task, entry in self.streams(loop):
+            entry.cut = True
+            task.cancel()
+
+    def streams(self, loop: asyncio.AbstractEventLoop) -> list[tuple[asyncio.Task[object], Open]]:
+        return [(task, entry) for task, entry in list(self.open.items())
+                if entry.streaming and not entry.done and task.get_loop() is loop]
+
+    async def ended(self, timeout: float) -> None:
+        """Once no stream is left open on this loop (or `timeout`): an engine that
+        drops what is open as it stops waits for this first (serving/engines/granian.py)."""
+        loop, deadline = asyncio.get_running_loop(), time.monotonic() + timeout
+        while self.streams(loop) and time.monotonic() < deadline:  # a cut one included
+            await asyncio.sleep(0.02)
+
+
+OPEN_STREAMS = OpenStreams()
+
+
+class OpenStreamsMiddleware:
+    """Notes each request's task and whether its answer is a stream; ends it at the stop."""
+
+    def __init__(self, app: ASGIApp, stream_stop_timeout: float) -> None:
+        self.app = app
+        OPEN_STREAMS.stop_timeout = stream_stop_timeout
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        kind = scope["type"]
+        task = asyncio.current_task()
+        if task is None or kind not in ("http", "websocket"):
+            if kind == "lifespan":
+                OPEN_STREAMS.watch(asyncio.get_running_loop())
+            await self.app(scope, receive, send)
+            return
+        OPEN_STREAMS.watch(task.get_loop())
+        entry = Open(kind, f"{scope.get('method', 'WebSocket')} {scope.get('path', '')}")
+        OPEN_STREAMS.open[task] = entry
+
+        async def noting(message: Message) -> None:
+            kind = message["type"]
+            if kind == "http.response.start":
+                if server_stopping.is_set():  # an answer after the stop closes its connection
+                    message = {**message, "headers": [*message.get("headers", ()), CLOSE]}
+                entry.streaming = not any(name.lower() == b"content-length"
+                                          for name, _ in message.get("headers", ()))
+            elif kind == "http.response.body":
+                entry.done = not message.get("more_body", False)
+            elif kind == "websocket.accept":
+                entry.streaming = True
+            elif kind == "websocket.close":
+                entry.done = True
+            await send(message)
+
+        try:
+            await self.app(scope, receive, noting)
+        except asyncio.CancelledError:
+            if not entry.cut or task.uncancel() > 0:  # an engine's own cancel: its to end
+                raise
+            await self.end(entry, send)
+        finally:
+            del OPEN_STREAMS.open[task]
+
+    async def end(self, entry: Open, send: Send) -> None:
+        if entry.kind == "http":
+            last: Message = {"type": "http.response.body", "body": b"", "more_body": False}
+        else:
+            last = {"type": "websocket.close", "code": RESTART_CLOSE_CODE,
+                    "reason": "server restarting"}
+        with contextlib.suppress(Exception):  # the client may be gone already
+            await send(last)
+        what = "stream" if entry.kind == "http" else "WebSocket (close code 1012)"
+        logger.info(f"Stopping: ended the {what} {entry.name}, open "
+                    f"{time.monotonic() - entry.since:.1f} s; it did not end within "
+                    f"{OPEN_STREAMS.stop_timeout:g} s of the stop.")

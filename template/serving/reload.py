@@ -1,0 +1,67 @@
+"""SIGHUP: replace every worker with the code on disk, and lose no request.
+
+Each engine module replaces its workers in its own way (uvicorn: its supervisor, one
+worker at a time once the new one answers its health check; granian: its own reload,
+a new worker first; gunicorn: new workers added, the old ones stopped once the new
+serve). What they share is here: before any worker is replaced, the code on disk is
+built once in a separate process, as a worker would build it. A version that fails to
+build is refused in one sentence and the old workers go on serving: granian and
+gunicorn would otherwise stop the whole server when a new worker fails to start.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import re
+import subprocess
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+CHECK_TIMEOUT = 120  # seconds to build the app once: a slow import, not a hung one
+# The app as every worker builds it (serving/served_app.py), settings included.
+BUILD = "from serving.served_app import create_served_app; create_served_app()"
+REFUSED = ("Reload refused: the code on disk fails to load ({error}); the running "
+           "workers go on serving.")
+NOT_READY = ("Reload stopped: a new worker [{pid}] did not serve within {seconds:g} s; "
+             "the running workers go on serving.")
+FRAME = re.compile(r'File "(?P<path>[^"]+)", line (?P<line>\d+)')
+DONE = "Reload done: {workers} worker(s) replaced with the code on disk."
+
+
+def refusal() -> str | None:
+    """Why the code on disk cannot replace the workers, as one sentence; else None."""
+    try:
+        built = subprocess.run([sys.executable, "-c", BUILD], capture_output=True,
+                               text=True, timeout=CHECK_TIMEOUT, cwd=os.getcwd(),
+                               check=False)
+    except subprocess.TimeoutExpired:
+        return REFUSED.format(error=f"building the app took over {CHECK_TIMEOUT} s")
+    if built.returncode == 0:
+        return None
+    lines = [line.strip() for line in built.stderr.splitlines() if line.strip()]
+    if not lines:
+        return REFUSED.format(error=f"exit code {built.returncode}")
+    # The traceback's last frame names the file and line that failed.
+    where = next((match for line in reversed(lines)
+                  if (match := FRAME.match(line))), None)
+    at = ""
+    if where is not None:
+        path = Path(where["path"])
+        with contextlib.suppress(ValueError):
+            path = path.relative_to(Path.cwd())
+        at = f" at {path}:{where['line']}"
+    return REFUSED.format(error=f"{lines[-1]}{at}")
+
+
+def accepted(engine: str, log: Callable[[int, str], object]) -> bool:
+    """Log the start of a reload (`log(level, line)`: the engine's logger), or the one
+    sentence that refuses it."""
+    log(logging.INFO, f"Received SIGHUP: checking the code on disk before replacing the "
+                      f"{engine} workers.")
+    if (sentence := refusal()) is not None:
+        log(logging.ERROR, sentence)
+        return False
+    return True

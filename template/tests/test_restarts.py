@@ -1,0 +1,227 @@
+"""Restarts nobody notices, on every engine (docs/reliability.md):
+
+- SIGTERM with a stream of server-sent events and a WebSocket open: the stream sends
+  its last event (it watches `server_stopping`), the WebSocket gets close code 1012,
+  and the server exits within 3 s, with no traceback and no ERROR line;
+- SIGHUP under saturating load replaces the workers with the code on disk and loses no
+  request; a version that fails to load is refused and the old workers go on serving;
+- recycling every 50 requests under load loses no request.
+"""
+
+from __future__ import annotations
+
+import shutil
+import signal
+import threading
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+from websockets.exceptions import ConnectionClosed
+from websockets.sync.client import connect
+
+from app.core import loops
+from tests.drain import drive_and_stop
+from tests.request_set import loop_for
+from tests.server_process import PROJECT_DIR, Server, running_server
+
+pytestmark = pytest.mark.slow
+STOP_WITHIN = 3.0  # seconds, with the default grace period (30 s)
+
+
+def first_event_then_rest(server: Server, path: str, seen: list[str],
+                          started: threading.Event) -> None:
+    """Read an event stream to its end; `seen` gets each line, then "END" when the
+    stream ended properly (its last chunk), or the error."""
+    try:
+        with httpx.stream("GET", f"{server.url}{path}", timeout=15) as answer:
+            for line in answer.iter_lines():
+                seen.append(line)
+                started.set()
+        seen.append("END")
+    except httpx.HTTPError as error:
+        seen.append(f"ERROR {type(error).__name__}: {error}")
+    started.set()
+
+
+def websocket_until_closed(server: Server, codes: list[int | None],
+                           started: threading.Event) -> None:
+    with connect(f"ws://{server.url.removeprefix('http://')}/ws/echo",
+                 open_timeout=5) as websocket:
+        websocket.send("hello")
+        websocket.recv(timeout=5)
+        started.set()
+        try:
+            websocket.recv(timeout=15)
+        except ConnectionClosed as closed:
+            codes.append(closed.rcvd.code if closed.rcvd else None)
+        except TimeoutError:
+            codes.append(-1)
+
+
+@pytest.mark.demo_routes
+@pytest.mark.parametrize("workers", [1, 2])
+@pytest.mark.parametrize("engine", loops.ENGINES)
+def test_sigterm_ends_open_streams_and_websockets(engine: str, workers: int) -> None:
+    args = ["--engine", engine, "--loop", loop_for(engine), "--workers", str(workers)]
+    streams: list[list[str]] = [[] for _ in range(2 * workers)]
+    codes: list[int | None] = []
+    with running_server(args) as server:
+        threads, started = [], []
+        for seen in streams:
+            started.append(threading.Event())
+            threads.append(threading.Thread(target=first_event_then_rest, daemon=True,
+                                            args=(server, "/demo/events?every=0.2", seen,
+                                                  started[-1])))
+        for _ in range(workers):
+            started.append(threading.Event())
+            threads.append(threading.Thread(target=websocket_until_closed, daemon=True,
+                                            args=(server, codes, started[-1])))
+        for thread in threads:
+            thread.start()
+        assert all(event.wait(10) for event in started), streams
+        signalled = time.monotonic()
+        server.process.send_signal(signal.SIGTERM)
+        server.process.wait(timeout=35)
+        stopped_after = time.monotonic() - signalled
+        for thread in threads:
+            thread.join(timeout=5)
+        output = server.output()
+    print(f"{engine}, {workers} worker(s): exit {server.process.returncode} after "
+          f"{stopped_after:.2f} s; WebSocket close codes {codes}")
+    for seen in streams:
+        assert seen[-1] == "END", (seen[-3:], output[-3000:])
+        assert "event: bye" in seen, seen[-3:]
+    assert codes == [1012] * workers, (codes, output[-3000:])
+    assert stopped_after < STOP_WITHIN, output[-3000:]
+    assert "Traceback" not in output and "ERROR" not in output, output[-3000:]
+
+
+def copy_of_the_project(into: Path) -> Path:
+    """The app and the serving layer it runs on, to edit (never the project itself)."""
+    for package in ("app", "serving"):
+        shutil.copytree(PROJECT_DIR / package, into / package,
+                        ignore=shutil.ignore_patterns("__pycache__"))
+    return into / "app" / "api" / "health.py"
+
+
+NEW_VERSION = '''
+
+@router.get("/version")
+async def version() -> dict[str, str]:
+    return {"version": "new"}
+'''
+
+
+def served_version(server: Server) -> str:
+    answer = httpx.get(f"{server.url}/health/version", timeout=5)
+    return answer.json()["version"] if answer.status_code == 200 else str(answer.status_code)
+
+
+def worker_pids(server: Server, tries: int = 40) -> set[int]:
+    pids = set()
+    for _ in range(tries):
+        answer = httpx.get(f"{server.url}/health/detailed", headers={"Connection": "close"})
+        pids.add(answer.json()["pid"])
+    return pids
+
+
+def wait_until(condition: Callable[[], bool], timeout: float) -> bool:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if condition():
+            return True
+        time.sleep(0.1)
+    return False
+
+
+@pytest.fixture(autouse=True)
+def full_health_report(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The worker's pid from /health/detailed, whose full report is off by default."""
+    monkeypatch.setenv("WEBSERVER_HEALTH_DETAIL", "full")
+
+
+@pytest.fixture
+def editable(tmp_path: Path) -> Iterator[Path]:
+    yield copy_of_the_project(tmp_path)
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+@pytest.mark.parametrize("engine", loops.ENGINES)
+def test_sighup_under_load_serves_the_new_code_and_loses_nothing(
+    engine: str, workers: int, editable: Path,
+) -> None:
+    args = ["--engine", engine, "--loop", loop_for(engine), "--workers", str(workers)]
+    with running_server(args, cwd=editable.parents[2]) as server:
+        before = worker_pids(server)
+        assert served_version(server) == "404"
+        editable.write_text(editable.read_text() + NEW_VERSION)
+        report = drive_and_stop(
+            f"{server.url}/health/", lambda: server.process.send_signal(signal.SIGHUP),
+            lambda: None, connections=64, signal_after=1.0, duration=14.0,
+            keep_alive=False)
+        done = wait_until(lambda: not worker_pids(server, tries=10) & before, timeout=30)
+        after = worker_pids(server)
+        version = served_version(server)
+        output = server.output()
+    failed = [o for o in report.outcomes if o.status != 200]
+    print(f"{engine}, {workers} worker(s): {len(report.outcomes)} requests, "
+          f"{len(failed)} failed; workers {sorted(before)} -> {sorted(after)}")
+    assert done, output[-3000:]
+    assert len(report.outcomes) > 3 * 64, output[-3000:]  # the load really ran
+    assert failed == [], (failed[:5], output[-3000:])
+    assert version == "new", output[-3000:]
+    assert not before & after, (before, after)
+    assert "Traceback" not in output, output[-3000:]
+
+
+@pytest.mark.parametrize("engine", loops.ENGINES)
+def test_sighup_with_a_broken_version_keeps_the_old_workers(engine: str,
+                                                          editable: Path) -> None:
+    args = ["--engine", engine, "--loop", loop_for(engine), "--workers", "2"]
+    with running_server(args, cwd=editable.parents[2]) as server:
+        before = worker_pids(server)
+        editable.write_text(editable.read_text() + "\ndef broken(:\n")
+        server.process.send_signal(signal.SIGHUP)
+        refused = wait_until(lambda: "Reload refused" in server.output(), timeout=30)
+        time.sleep(1.0)
+        alive = server.process.poll() is None
+        after = worker_pids(server) if alive else set()
+        output = server.output()
+    print(output[-1500:])
+    assert refused, output[-3000:]
+    assert alive, output[-3000:]
+    assert after == before, (before, after)
+    refusal = next(line for line in output.splitlines() if "Reload refused" in line)
+    assert "SyntaxError" in refusal and "app/api/health.py:" in refusal, refusal
+
+
+# How each engine recycles: by request count where it can, granian by memory (it
+# samples every 5 s; 1 MiB is less than any worker's).
+RECYCLING = {"uvicorn": ["--worker-max-requests", "50"],
+             "gunicorn": ["--worker-max-requests", "50"],
+             "granian": ["--worker-max-memory", "1", "--respawn-failed-workers"]}
+# The line each engine writes for every worker it starts.
+WORKER_STARTED = {"uvicorn": "Started server process", "granian": "Spawning worker-",
+                  "gunicorn": "Booting worker with pid"}
+
+
+@pytest.mark.parametrize("keep_alive", [False, True], ids=["close", "keep-alive"])
+@pytest.mark.parametrize("engine", loops.ENGINES)
+def test_recycling_under_load_loses_no_request(engine: str, keep_alive: bool) -> None:
+    args = ["--engine", engine, "--loop", loop_for(engine), "--workers", "2",
+            *RECYCLING[engine]]
+    with running_server(args) as server:
+        report = drive_and_stop(f"{server.url}/health/detailed", lambda: None, lambda: None,
+                                connections=16, signal_after=0.1,
+                                duration=12.0 if engine == "granian" else 6.0,
+                                keep_alive=keep_alive)
+        output = server.output()
+    failed = [o for o in report.outcomes if o.status != 200]
+    recycles = output.count(WORKER_STARTED[engine]) - 2
+    print(f"{engine}: {len(report.outcomes)} requests, {recycles} recycles, "
+          f"{len(failed)} failed: {[o.error for o in failed[:5]]}")
+    assert recycles >= 2, output[-3000:]
+    assert failed == [], ([o.error for o in failed[:5]], output[-3000:])
