@@ -1,4 +1,4 @@
-"""The project's command line: `serve`, `engines` and `bench`."""
+"""The project's command line: `serve`, `reload`, `engines` and `bench`."""
 
 from __future__ import annotations
 
@@ -91,6 +91,37 @@ class BenchCommands(TyperGroup):
 cli.add_typer(typer.Typer(), name="bench", cls=BenchCommands, no_args_is_help=True,
               help="Measure the engines, or this app's layers, on a route of this app.",
               short_help="Measure the engines or this app's layers.")
+
+
+@cli.command(short_help="Replace a running server's workers with the code on disk.")
+def reload(
+    port: int = typer.Option(None, "--port", help="The running server's port "
+                             "(default: WEBSERVER_PORT, as `serve` reads it)."),
+) -> None:
+    """Send SIGHUP to the server on this machine listening on PORT: it checks that the
+    code on disk loads, then replaces its workers one by one, losing no request (a
+    version that fails to load is refused in its log, and the old workers go on)."""
+    import os
+    import signal
+
+    from serving.reload import server_pid
+
+    if port is None:
+        try:
+            port = load_settings().port
+        except SettingsError as error:
+            refuse(str(error))
+    pid = server_pid(port)
+    if pid is None:
+        refuse(f"no server of this machine that this user can see listens on port {port} "
+               "(--port, WEBSERVER_PORT).")
+    try:
+        os.kill(pid, signal.SIGHUP)
+    except PermissionError:
+        refuse(f"the server on port {port} (pid {pid}) belongs to another user: run this "
+               "as that user, or `systemctl reload` it.")
+    typer.echo(f"Sent SIGHUP to the server on port {port} (pid {pid}); its log says when "
+               "the workers are replaced, or why the code on disk was refused.")
 
 
 @cli.command(short_help="Which loops each engine runs here, and what `auto` picks.")

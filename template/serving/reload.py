@@ -27,6 +27,7 @@ REFUSED = ("Reload refused: the code on disk fails to load ({error}); the runnin
            "workers go on serving.")
 NOT_READY = ("Reload stopped: a new worker [{pid}] did not serve within {seconds:g} s; "
              "the running workers go on serving.")
+LISTEN = "0A"  # TCP_LISTEN in /proc/net/tcp
 FRAME = re.compile(r'File "(?P<path>[^"]+)", line (?P<line>\d+)')
 DONE = "Reload done: {workers} worker(s) replaced with the code on disk."
 
@@ -65,3 +66,48 @@ def accepted(engine: str, log: Callable[[int, str], object]) -> bool:
         log(logging.ERROR, sentence)
         return False
     return True
+
+
+def listener_inodes(port: int) -> set[int]:
+    """The inodes of the TCP sockets listening on `port` on this machine (/proc/net)."""
+    found = set()
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        with contextlib.suppress(OSError), open(table) as lines:
+            next(lines)
+            for fields in (line.split() for line in lines):
+                if fields[3] == LISTEN and int(fields[1].rsplit(":", 1)[1], 16) == port:
+                    found.add(int(fields[9]))
+    return found
+
+
+def server_pid(port: int) -> int | None:
+    """The launcher serving on `port`: of the processes holding its listener (workers,
+    uvicorn's supervisor, gunicorn's arbiter) and the parents that started them as
+    workers (granian's main process: forked, the same command line; spawned, a
+    multiprocessing child of the same program), the one whose parent is neither."""
+    wanted = {f"socket:[{inode}]" for inode in listener_inodes(port)}
+    holders = set()
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        with contextlib.suppress(OSError):
+            if any(os.readlink(f"/proc/{pid}/fd/{fd}") in wanted
+                   for fd in os.listdir(f"/proc/{pid}/fd")):
+                holders.add(int(pid))
+    family = holders | {parent_of(pid) for pid in holders if started_as_worker(pid)}
+    roots = {pid for pid in family if parent_of(pid) not in family}
+    return roots.pop() if len(roots) == 1 else None
+
+
+def started_as_worker(pid: int) -> bool:
+    """Forked from its parent (the same command line) or spawned by it."""
+    with contextlib.suppress(OSError):
+        command = Path(f"/proc/{pid}/cmdline").read_bytes()
+        parent = Path(f"/proc/{parent_of(pid)}/cmdline").read_bytes()
+        return command == parent or b"multiprocessing" in command
+    return False
+
+
+def parent_of(pid: int) -> int:
+    with contextlib.suppress(OSError):
+        return int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
+    return 0
+

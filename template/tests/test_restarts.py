@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import shutil
 import signal
+import subprocess
+import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -25,7 +27,7 @@ from websockets.sync.client import connect
 from app.core import loops
 from tests.drain import drive_and_stop
 from tests.request_set import loop_for
-from tests.server_process import PROJECT_DIR, Server, running_server
+from tests.server_process import PROJECT_DIR, Server, free_port, running_server
 
 pytestmark = pytest.mark.slow
 STOP_WITHIN = 3.0  # seconds, with the default grace period (30 s)
@@ -225,3 +227,24 @@ def test_recycling_under_load_loses_no_request(engine: str, keep_alive: bool) ->
           f"{len(failed)} failed: {[o.error for o in failed[:5]]}")
     assert recycles >= 2, output[-3000:]
     assert failed == [], ([o.error for o in failed[:5]], output[-3000:])
+
+
+@pytest.mark.parametrize("engine", loops.ENGINES)
+def test_the_reload_command_finds_the_server_by_its_port(engine: str) -> None:
+    args = ["--engine", engine, "--loop", loop_for(engine), "--workers", "2"]
+    with running_server(args) as server:
+        before = worker_pids(server)
+        port = server.url.rsplit(":", 1)[1]
+        sent = subprocess.run([sys.executable, "-m", "app", "reload", "--port", port],
+                              capture_output=True, text=True, timeout=30, check=False)
+        replaced = wait_until(lambda: not worker_pids(server, tries=10) & before, timeout=30)
+    assert sent.returncode == 0, sent.stderr
+    assert f"pid {server.process.pid}" in sent.stdout, sent.stdout
+    assert replaced, server.output()[-3000:]
+
+
+def test_the_reload_command_says_when_nothing_listens() -> None:
+    sent = subprocess.run([sys.executable, "-m", "app", "reload", "--port", str(free_port())],
+                          capture_output=True, text=True, timeout=30, check=False)
+    assert sent.returncode != 0
+    assert "listens on port" in sent.stderr and "Traceback" not in sent.stderr, sent.stderr
