@@ -24,6 +24,7 @@ import time
 from dataclasses import dataclass, field
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
+from starlette.websockets import WebSocketDisconnect
 
 from app.core.stopping import server_stopping
 
@@ -117,6 +118,12 @@ class OpenStreamsMiddleware:
 
         try:
             await self.app(scope, receive, noting)
+        except WebSocketDisconnect:
+            # The closed WebSocket's end, raised by receive() in a handler that does not
+            # catch it (a tutorial's): the engine would log it as an ERROR with its
+            # traceback, at every stop and every client's close.
+            if kind != "websocket":
+                raise
         except asyncio.CancelledError:
             if not entry.cut or task.uncancel() > 0:  # an engine's own cancel: its to end
                 raise
