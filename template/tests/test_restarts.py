@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import threading
@@ -25,6 +26,7 @@ from websockets.exceptions import ConnectionClosed
 from websockets.sync.client import connect
 
 from app.core import loops
+from bench.http1 import ResponseReader
 from tests.drain import drive_and_stop
 from tests.request_set import loop_for
 from tests.server_process import PROJECT_DIR, Server, free_port, running_server
@@ -248,3 +250,38 @@ def test_the_reload_command_says_when_nothing_listens() -> None:
                           capture_output=True, text=True, timeout=30, check=False)
     assert sent.returncode != 0
     assert "listens on port" in sent.stderr and "Traceback" not in sent.stderr, sent.stderr
+
+
+@pytest.mark.parametrize("engine", loops.ENGINES)
+def test_sigterm_closes_idle_kept_alive_connections(engine: str) -> None:
+    """A pooling client's idle connections: closed at once, not held until their
+    keep-alive timeout (or the grace period) runs out."""
+    args = ["--engine", engine, "--loop", loop_for(engine), "--workers", "2"]
+    env = {"WEBSERVER_KEEPALIVE_TIMEOUT": "60"}
+    with running_server(args, env=env) as server:
+        host, port = server.url.removeprefix("http://").split(":")
+        idle = []
+        for _ in range(4):
+            sock = socket.create_connection((host, int(port)), timeout=10)
+            sock.sendall(f"GET /health/ HTTP/1.1\r\nHost: {host}\r\n\r\n".encode())
+            responses = ResponseReader()
+            while (response := responses.take(sock.recv(65536))) is None:
+                pass
+            assert response.status == 200 and not response.closes
+            idle.append(sock)
+        signalled = time.monotonic()
+        server.process.send_signal(signal.SIGTERM)
+        closed_after = []
+        for sock in idle:
+            try:
+                ended = sock.recv(65536) == b""
+            except ConnectionResetError:
+                ended = True
+            closed_after.append(round(time.monotonic() - signalled, 2) if ended else None)
+            sock.close()
+        server.process.wait(timeout=35)
+        stopped_after = time.monotonic() - signalled
+    print(f"{engine}: idle connections closed after {closed_after} s; exit after "
+          f"{stopped_after:.2f} s")
+    assert all(after is not None and after < STOP_WITHIN for after in closed_after), closed_after
+    assert stopped_after < STOP_WITHIN
