@@ -54,6 +54,7 @@ SLOW_PARTS = {
     "drain-reload": ["tests/test_drain.py", "tests/test_dev_reload.py"],
     "limits": ["tests/test_limits.py"],
     "observability": ["tests/test_metrics.py", "tests/test_tracing.py"],
+    "restarts": ["tests/test_restarts.py"],
 }
 
 
