@@ -10,8 +10,8 @@ complete within `http1_settings.header_read_timeout`.
 
 Subclasses of the engines' own protocols do the same, each in its engine's module:
 uvicorn's, handed to its public `http=` option, for each parser it offers
-(serving/engines/uvicorn.py); gunicorn's asgi worker's, through a subclass of that
-worker (`worker_class`, serving/engines/gunicorn.py). This module holds what they share:
+(serving/engines/uvicorn/protocols.py); gunicorn's asgi worker's, through a subclass of that
+worker (`worker_class`, serving/engines/gunicorn/worker.py). This module holds what they share:
 
 - WEBSERVER_MAX_HEADER_SIZE: a head longer than this is answered 431 and the
   connection closed. A parser that reads a head whole however long it is (httptools;

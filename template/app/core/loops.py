@@ -371,12 +371,12 @@ FEATURES: dict[str, FeatureSpec] = {
                                 "to send a request's headers)",
                      "gunicorn": "keepalive"}),
         FeatureSpec("header_timeout",
-                    {"uvicorn": "the project's protocol (serving/engines/uvicorn.py) "
+                    {"uvicorn": "the project's protocol (serving/engines/uvicorn/protocols.py) "
                                 "closes a head not complete in time",
                      "granian": "http1_settings.header_read_timeout, one timer with "
                                 "WEBSERVER_KEEPALIVE_TIMEOUT (from the last response): "
                                 "the larger of the two",
-                     "gunicorn": "the project's asgi worker (serving/engines/gunicorn.py) "
+                     "gunicorn": "the project's asgi worker (serving/engines/gunicorn/worker.py) "
                                  "closes a head not complete in time"}),
         FeatureSpec("max_header_size",
                     {"uvicorn": "the launcher's protocol: 431 past it (zttp stops at its "

@@ -1,7 +1,8 @@
 """The engines, one module each: everything about an engine is in its module.
 
-The contract an engine module meets (uvicorn.py, granian.py and gunicorn.py meet it;
-docs/adding-an-engine.md is the guide):
+The contract an engine module meets (granian.py, and the packages uvicorn/ and
+gunicorn/, each too long for one module, meet it; docs/adding-an-engine.md is the
+guide):
 
 - `NAME`: the engine's name, as `WEBSERVER_ENGINE` and `--engine` take it, and as its
   row in the matrix (app/core/loops.py) is keyed.
@@ -22,8 +23,14 @@ docs/adding-an-engine.md is the guide):
 - Limits: WEBSERVER_MAX_HEADER_SIZE and WEBSERVER_HEADER_TIMEOUT as granian applies
   them (serving/head_limits.py), with the engine's own options or a subclass of its
   protocol, in this module.
-- Drain: on SIGTERM, `serving.drain.draining` in front of the engine's own handler, told
-  whose listener to filter, so the connections already queued are served, not reset.
+- Drain: on SIGTERM, the connections already queued are accepted before the engine
+  closes its listener (serving/drain.py), so they are served, not reset.
+- Stop: each worker, however it stops (a signal, a reload, a recycle), sets
+  `app.core.stopping.server_stopping` first, so its streams and WebSockets end
+  (serving/open_streams.py); its idle kept-alive connections are closed; nothing is
+  logged at ERROR for a normal stop.
+- Reload: on SIGHUP, `serving.reload.accepted` (the code on disk, built once), then
+  every worker replaced, each new one serving before an old one stops, no request lost.
 - The matrix row: `ENGINES`, `LOOPS`, `HTTP_PARSERS` and `FEATURES` in
   app/core/loops.py say which loops, parsers and settings it takes on which Python,
   and in what words a refusal names them. Plain data: Copier's extension reads it.
