@@ -10,7 +10,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -113,6 +113,16 @@ def stop(server: Server, grace: float = 15.0) -> int:
                 f"server ignored SIGTERM for {grace} s:\n{server.output()[-3000:]}"
             ) from None
     return process.returncode
+
+
+def wait_until(condition: Callable[[], bool], timeout: float, poll: float = 0.1) -> bool:
+    """Whether `condition()` came true within `timeout` seconds."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if condition():
+            return True
+        time.sleep(poll)
+    return False
 
 
 def children(pid: int) -> list[int]:

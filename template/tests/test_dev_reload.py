@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import shutil
-import time
-from collections.abc import Callable
 from pathlib import Path
 
 import httpx
@@ -12,7 +10,7 @@ import pytest
 
 from app.core import loops
 from tests.request_set import loop_for
-from tests.server_process import PROJECT_DIR, running_server
+from tests.server_process import PROJECT_DIR, running_server, wait_until
 
 pytestmark = pytest.mark.slow
 
@@ -22,15 +20,6 @@ def answers(url: str) -> bool:
         return httpx.get(f"{url}/health/", timeout=1).status_code == 200
     except httpx.TransportError:
         return False
-
-
-def wait_for(condition: Callable[[], bool], timeout: float) -> bool:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if condition():
-            return True
-        time.sleep(0.2)
-    return False
 
 
 @pytest.mark.parametrize("engine", loops.ENGINES)
@@ -45,10 +34,10 @@ def test_dev_server_recovers_after_a_bad_save(engine: str, tmp_path: Path) -> No
     with running_server(args, cwd=tmp_path) as server:
         edited.write_text(good + "\ndef broken(:\n")
         # Wait for the reloader to report the error, so the fix is a second change.
-        reported = wait_for(lambda: "SyntaxError:" in server.output(), timeout=15)
+        reported = wait_until(lambda: "SyntaxError:" in server.output(), timeout=15)
         down = not answers(server.url)
         edited.write_text(good)
-        came_back = wait_for(lambda: answers(server.url), timeout=15)
+        came_back = wait_until(lambda: answers(server.url), timeout=15)
         still_running = server.process.poll() is None
         output = server.output()
     assert reported, f"the bad save was not reported:\n{output[-3000:]}"

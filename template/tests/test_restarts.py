@@ -17,7 +17,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
@@ -29,7 +29,7 @@ from app.core import loops
 from bench.http1 import ResponseReader
 from tests.drain import drive_and_stop
 from tests.request_set import loop_for
-from tests.server_process import PROJECT_DIR, Server, free_port, running_server
+from tests.server_process import PROJECT_DIR, Server, free_port, running_server, wait_until
 
 pytestmark = pytest.mark.slow
 STOP_WITHIN = 3.0  # seconds, with the default grace period (30 s)
@@ -130,15 +130,6 @@ def worker_pids(server: Server, tries: int = 40) -> set[int]:
         answer = httpx.get(f"{server.url}/health/detailed", headers={"Connection": "close"})
         pids.add(answer.json()["pid"])
     return pids
-
-
-def wait_until(condition: Callable[[], bool], timeout: float) -> bool:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if condition():
-            return True
-        time.sleep(0.1)
-    return False
 
 
 @pytest.fixture(autouse=True)
