@@ -157,9 +157,9 @@ def test_sigterm_ends_the_users_streams_and_runs_their_shutdown(
         for thread in threads:
             thread.join(timeout=5)
         output = server.output()
-    notes = lifespan_log.read_text().split()
-    started_pids = {int(pid) for what, pid in zip(notes[::2], notes[1::2]) if what == "start"}
-    stopped_pids = {int(pid) for what, pid in zip(notes[::2], notes[1::2]) if what == "stop"}
+    notes = [line.split() for line in lifespan_log.read_text().splitlines()]
+    started_pids = {int(pid) for what, pid in notes if what == "start"}
+    stopped_pids = {int(pid) for what, pid in notes if what == "stop"}
     print(f"{engine}: exit {server.process.returncode} after {stopped_after:.2f} s; "
           f"close codes {codes}; workers started {sorted(started_pids)}, shut down "
           f"{sorted(stopped_pids)}")

@@ -53,7 +53,14 @@ def refuse_new_connections(socks: Sequence[socket.socket]) -> None:
     code = (_Instruction * len(SYN_DROP))(*(_Instruction(*row) for row in SYN_DROP))
     program = bytes(_Program(len(SYN_DROP), code))
     for sock in socks:
-        sock.setsockopt(socket.SOL_SOCKET, SO_ATTACH_FILTER, program)
+        try:
+            sock.setsockopt(socket.SOL_SOCKET, SO_ATTACH_FILTER, program)
+        except PermissionError:
+            # Attaching a socket filter needs privileges on some kernels (measured here:
+            # EPERM for any user but root, and for root in a container). A backlog of 0
+            # instead: the kernel drops a SYN while one connection is queued, so at most
+            # one new connection at a time joins what the engine is accepting.
+            sock.listen(0)
 
 
 def own_listeners(port: int) -> list[socket.socket]:

@@ -137,7 +137,11 @@ def _pids_under_load(url: str, requests: int, seconds: float, pause: float = 0.0
             break
         sent += 1
         try:
-            answer = httpx.get(f"{url}/health/detailed", headers={"Connection": "close"})
+            # A long timeout: when both of uvicorn's workers recycle at once, a request
+            # waits in the listen queue until a new one has started (seconds, on a
+            # loaded machine): late, not lost.
+            answer = httpx.get(f"{url}/health/detailed", headers={"Connection": "close"},
+                               timeout=30)
             if answer.status_code != 200:
                 failures.append(str(answer.status_code))
             else:

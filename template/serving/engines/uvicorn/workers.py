@@ -9,6 +9,7 @@ listener (serving/drain.py); on SIGHUP it replaces each worker once the new one 
 
 from __future__ import annotations
 
+import contextlib
 import logging
 from socket import socket
 
@@ -55,9 +56,11 @@ class WorkerSupervisor(Multiprocess):
         return process
 
     def handle_term(self) -> None:
-        # The workers go on accepting from the shared listener while it drains.
-        drain.refuse_new_connections(self.sockets)
-        drain.wait_until_accepted(self.config.port, self.drain_timeout)
+        # The workers go on accepting from the shared listener while it drains; a drain
+        # that fails must not keep the stop from happening.
+        with contextlib.suppress(OSError):
+            drain.refuse_new_connections(self.sockets)
+            drain.wait_until_accepted(self.config.port, self.drain_timeout)
         super().handle_term()
 
     def handle_hup(self) -> None:
