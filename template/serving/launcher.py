@@ -26,7 +26,7 @@ def startup_line(settings: Settings, loop: str) -> str:
     return (
         f"Starting {PROJECT_SLUG} web server ({settings.engine} on {loop}, "
         f"{settings.resolved_http} parser{http2}, Python {python}, {workers}{reload}) "
-        f"on http://{settings.host}:{settings.port}"
+        f"on {settings.scheme}://{settings.host}:{settings.port}"
     )
 
 

@@ -110,6 +110,10 @@ SETTINGS: tuple[SettingSpec, ...] = (
                 "also answer cleartext HTTP/2 (h2c); uvicorn needs the zttp parser, gunicorn "
                 "answers it to trusted proxies only"),
     SettingSpec("host", str, "127.0.0.1", "bind address"),
+    SettingSpec("tls_certfile", str, "",
+                "PEM certificate chain: serve HTTPS (with WEBSERVER_TLS_KEYFILE), HTTP/2 by ALPN "
+                "with WEBSERVER_HTTP2"),
+    SettingSpec("tls_keyfile", str, "", "PEM private key of WEBSERVER_TLS_CERTFILE, unencrypted"),
     SettingSpec("port", int, Answer("port"), "port", 1, 65535),
     SettingSpec("workers", int, Answer("workers"), "worker processes", 1, 64),
     SettingSpec("threads", int, 1, "runtime threads per worker (granian)", 1, 64),

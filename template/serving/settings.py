@@ -34,6 +34,7 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from app.core import loops
 from app.core.answers import ANSWERS, PROJECT_NAME, PROJECT_SLUG
+from serving import tls
 from serving.setting_specs import BY_NAME, ENV_PREFIX, SETTINGS, SettingSpec
 
 __all__ = ["ENV_PREFIX", "PROJECT_NAME", "PROJECT_SLUG", "Settings", "get_settings"]
@@ -78,6 +79,16 @@ class Settings(_Declared):  # type: ignore[misc, valid-type]
                 "combined: the reloader runs a single worker; drop one of them."
             )
         return self
+
+    @model_validator(mode="after")
+    def _tls_files_serve(self) -> Settings:
+        if (reason := tls.refusal(self.tls_certfile, self.tls_keyfile)) is not None:
+            raise ValueError(reason)
+        return self
+
+    @property
+    def scheme(self) -> str:
+        return "https" if self.tls_certfile else "http"
 
     @model_validator(mode="after")
     def _metrics_have_a_port_of_their_own(self) -> Settings:

@@ -6,6 +6,7 @@ import contextlib
 import os
 import signal
 import socket
+import ssl
 import subprocess
 import sys
 import tempfile
@@ -52,9 +53,12 @@ def running_server(
     program: Sequence[str] | None = None,
     cwd: Path = PROJECT_DIR,
     timeout: float = 20.0,
+    https_ca: str = "",
 ) -> Iterator[Server]:
     """`python -m app serve ARGS` (or `PROGRAM serve ARGS`) on 127.0.0.1 and a free port,
-    its metrics listener on another (unless `env` names one)."""
+    its metrics listener on another (unless `env` names one); over HTTPS, trusting the
+    certificate authority in the file `https_ca`, when given (the server's TLS settings
+    are the caller's)."""
     port = free_port()
     env = {"WEBSERVER_METRICS_PORT": str(free_port(besides=port)), **(env or {})}
     program = program or [*python, "-m", "app"]
@@ -69,22 +73,30 @@ def running_server(
                 command, cwd=cwd, env={**os.environ, **env},
                 stdout=sink, stderr=subprocess.STDOUT,
             )
-        server = Server(f"http://127.0.0.1:{port}", process, log,
+        scheme = "https" if https_ca else "http"
+        server = Server(f"{scheme}://127.0.0.1:{port}", process, log,
                         f"http://127.0.0.1:{env['WEBSERVER_METRICS_PORT']}/metrics")
         try:
-            wait_until_serving(server, timeout)
+            wait_until_serving(server, timeout, verify=trusting(https_ca) if https_ca else True)
             yield server
         finally:
             stop(server)
 
 
-def wait_until_serving(server: Server, timeout: float) -> None:
+def trusting(ca_file: str) -> ssl.SSLContext:
+    """A client's TLS context that trusts the certificate authority in `ca_file`."""
+    return ssl.create_default_context(cafile=ca_file)
+
+
+def wait_until_serving(server: Server, timeout: float,
+                       verify: ssl.SSLContext | bool = True) -> None:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if server.process.poll() is not None:
             raise BootError(f"server exited with {server.process.returncode}:\n{server.output()}")
         with contextlib.suppress(httpx.TransportError):
-            if httpx.get(f"{server.url}/health/", timeout=1).status_code == 200 and (
+            if httpx.get(f"{server.url}/health/", timeout=1,
+                         verify=verify).status_code == 200 and (
                     all_workers_started(server.output())):
                 return
         time.sleep(0.1)

@@ -443,6 +443,10 @@ FEATURES: dict[str, FeatureSpec] = {
         FeatureSpec("graceful_timeout", {"uvicorn": "timeout_graceful_shutdown",
                                          "granian": "workers_kill_timeout",
                                          "gunicorn": "graceful_timeout"}),
+        FeatureSpec("tls_certfile", {"uvicorn": "ssl_certfile", "granian": "ssl_cert",
+                                     "gunicorn": "certfile"}, inactive=""),
+        FeatureSpec("tls_keyfile", {"uvicorn": "ssl_keyfile", "granian": "ssl_key",
+                                    "gunicorn": "keyfile"}, inactive=""),
         FeatureSpec("http2", {"uvicorn": "http2, with the zttp parser",
                               "granian": "http='auto' (HTTP/1 pinned when false)",
                               "gunicorn": "http_protocols='h2,h1' + http2_cleartext='both': "

@@ -21,6 +21,7 @@ import contextlib
 import signal
 import threading
 from collections.abc import Callable
+from pathlib import Path
 from types import FrameType
 
 from granian import Granian
@@ -86,6 +87,9 @@ def options(settings: Settings, loop: str) -> dict[str, object]:
         # granian samples RSS every 30 s by default; a leak is caught sooner this way.
         rss_sample_interval=RSS_SAMPLE_SECONDS,
         workers_kill_timeout=settings.graceful_timeout,
+        # TLS, checked by the settings (serving/tls.py); with HTTP/2 on, ALPN offers h2.
+        ssl_cert=Path(settings.tls_certfile) if settings.tls_certfile else None,
+        ssl_key=Path(settings.tls_keyfile) if settings.tls_keyfile else None,
     )
 
 

@@ -77,7 +77,10 @@ def options(settings: Settings, loop: str) -> dict[str, object]:
         "secure_scheme_headers": {},
         "forwarded_allow_ips": settings.trusted_proxies,
         "websocket_max_message_size": settings.ws_max_message_size or WS_MAX_MESSAGE_SIZE,
-        "http_protocols": "h2,h1" if settings.http2 else "h1",
+        "http_protocols": "h2,h1" if settings.http2 else "h1",  # ALPN's, with TLS
+        # TLS, checked by the settings (serving/tls.py).
+        "certfile": settings.tls_certfile or None,
+        "keyfile": settings.tls_keyfile or None,
         "http2_cleartext": "both" if settings.http2 else "off",
         # Its control socket would go in $HOME/.gunicorn, which the image's user lacks
         # (and the root filesystem is read-only in Kubernetes).

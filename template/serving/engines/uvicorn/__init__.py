@@ -53,6 +53,9 @@ def config(settings: Settings, loop: str) -> uvicorn.Config:
         ws_max_size=settings.ws_max_message_size or WS_MAX_MESSAGE_SIZE,
         ws_ping_interval=settings.ws_ping_interval or None,
         ws_ping_timeout=WS_PING_TIMEOUT if settings.ws_ping_interval else None,
+        # TLS, checked by the settings (serving/tls.py); ALPN offers h2 with zttp's HTTP/2.
+        ssl_certfile=settings.tls_certfile or None,
+        ssl_keyfile=settings.tls_keyfile or None,
     )
 
 
