@@ -21,6 +21,9 @@ from collections.abc import Callable
 from pathlib import Path
 
 CHECK_TIMEOUT = 120  # seconds to build the app once: a slow import, not a hung one
+# Seconds a new worker has to serve: uvicorn's own health check waits 5 s, which a new
+# worker missed on a loaded 2-core machine (3 reloads in 4 kept the old code).
+READY_TIMEOUT = 60.0
 # The app as every worker builds it (serving/served_app.py), settings included.
 BUILD = "from serving.served_app import create_served_app; create_served_app()"
 REFUSED = ("Reload refused: the code on disk fails to load ({error}); the running "

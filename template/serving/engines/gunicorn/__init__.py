@@ -49,7 +49,6 @@ NAME = "gunicorn"
 RELOADS_ITSELF = False
 WORKER_CLASS = "serving.engines.gunicorn.worker.GunicornWorker"  # `worker_class` takes a path
 WS_MAX_MESSAGE_SIZE = 16 * 1024 * 1024  # gunicorn's default, kept for 0
-READY_TIMEOUT = 60.0  # seconds a new worker has to serve, on SIGHUP
 FAILED = 1  # the launcher's exit code when a killed worker stopped the server
 
 
@@ -117,6 +116,7 @@ class GunicornApp(BaseApplication):
         os.set_blocking(self.exits, False)
         self.left = set[int]()
         self.readies, self.ready_writer = os.pipe()  # a new worker's pid, once it serves
+        self.reloading = threading.Lock()
         super().__init__()
 
     def load_config(self) -> None:
@@ -142,7 +142,13 @@ class GunicornApp(BaseApplication):
 
         signal.signal(signal.SIGTERM, on_term)
         signal.signal(signal.SIGHUP, lambda sig, frame: threading.Thread(
-            target=self.reload, args=(arbiter,), name="reload", daemon=True).start())
+            target=self.reload_in_turn, args=(arbiter,), name="reload", daemon=True).start())
+
+    def reload_in_turn(self, arbiter: Any) -> None:
+        """One reload at a time: a second SIGHUP runs its reload after the first (two at
+        once crossed their TTIN and TTOU, and left 1, 3 or 4 workers)."""
+        with self.reloading:
+            self.reload(arbiter)
 
     def reload(self, arbiter: Any) -> None:
         """In the arbiter, on SIGHUP: each worker replaced in turn, once the new one
@@ -159,8 +165,8 @@ class GunicornApp(BaseApplication):
             if self.stopping.is_set():
                 return
             os.kill(os.getpid(), signal.SIGTTIN)  # one more worker, with the code on disk
-            if not self.new_worker_serves(READY_TIMEOUT):
-                arbiter.log.error(reload.NOT_READY.format(pid="?", seconds=READY_TIMEOUT))
+            if not self.new_worker_serves(reload.READY_TIMEOUT):
+                arbiter.log.error(reload.NOT_READY.format(pid="?", seconds=reload.READY_TIMEOUT))
                 os.kill(os.getpid(), signal.SIGTTOU)
                 return
             os.kill(os.getpid(), signal.SIGTTOU)  # gunicorn stops its oldest worker

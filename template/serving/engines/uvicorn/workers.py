@@ -69,12 +69,12 @@ class WorkerSupervisor(Multiprocess):
             return
         for index, old in enumerate(self.processes):
             new = self.started()
-            if not new.wait_until_ready(self.config.timeout_worker_healthcheck, self.should_exit):
+            if not new.wait_until_ready(reload.READY_TIMEOUT, self.should_exit):
                 new.kill()
                 new.join()
                 if not self.should_exit.is_set():
-                    logger.error(reload.NOT_READY.format(
-                        pid=new.pid, seconds=self.config.timeout_worker_healthcheck))
+                    logger.error(reload.NOT_READY.format(pid=new.pid,
+                                                         seconds=reload.READY_TIMEOUT))
                 return
             old.terminate()
             old.join()
