@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import os
+import random
 import signal
 import socket
 import ssl
@@ -20,13 +22,58 @@ import httpx
 PROJECT_DIR = Path(__file__).resolve().parents[1]
 
 
+# Ports for test servers come from below the kernel's ephemeral range, in turn, through a
+# counter every test process on the machine shares: a port the kernel picked (bind to 0)
+# could be picked again, by a parallel suite or as a client's local port, before the
+# server bound it, and once was.
+PORT_COUNTER = Path(tempfile.gettempdir()) / "server-process-ports"
+
+
+def server_ports() -> range:
+    try:
+        low = int(Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        low = 32768
+    return range(max(1024, low - 12000), low)
+
+
 def free_port(besides: int = 0) -> int:
+    ports = server_ports()
+    try:
+        counter = PORT_COUNTER.open("a+")
+    except OSError:  # another user's counter: the kernel's pick, as before
+        return kernel_port(besides)
+    with counter:
+        fcntl.flock(counter, fcntl.LOCK_EX)
+        counter.seek(0)
+        last = counter.read().strip()
+        turn = int(last) if last.isdigit() else random.randrange(len(ports))
+        for _ in range(len(ports)):
+            turn = (turn + 1) % len(ports)
+            if ports[turn] != besides and bindable(ports[turn]):
+                break
+        counter.seek(0)
+        counter.truncate()
+        counter.write(str(turn))
+    return ports[turn]
+
+
+def kernel_port(besides: int) -> int:
     while True:
         with socket.socket() as sock:
             sock.bind(("127.0.0.1", 0))
             port = sock.getsockname()[1]
         if port != besides:
             return port
+
+
+def bindable(port: int) -> bool:
+    with socket.socket() as sock:
+        try:
+            sock.bind(("127.0.0.1", port))
+        except OSError:
+            return False
+    return True
 
 
 class BootError(AssertionError):
