@@ -86,6 +86,16 @@ class Settings(_Declared):  # type: ignore[misc, valid-type]
             raise ValueError(reason)
         return self
 
+    @model_validator(mode="after")
+    def _http3_over_tls(self) -> Settings:
+        if self.http3 and not self.tls_certfile:
+            raise ValueError(
+                f"{ENV_PREFIX}HTTP3=true needs TLS: QUIC is always encrypted, so set "
+                f"{ENV_PREFIX}TLS_CERTFILE and {ENV_PREFIX}TLS_KEYFILE, or set "
+                f"{ENV_PREFIX}HTTP3=false."
+            )
+        return self
+
     @property
     def scheme(self) -> str:
         return "https" if self.tls_certfile else "http"

@@ -57,7 +57,7 @@ async def teapot() -> None:
 ABORTED = 20  # uploads that stop after 1,000 of 1,000,000 announced bytes
 # The engine writes its own lines on stderr, next to the launcher's and the app's.
 ENGINE_LINE = {"uvicorn": "Application startup complete", "granian": "Started worker-1",
-               "gunicorn": "ASGI server listening on"}
+               "gunicorn": "ASGI server listening on", "hypercorn": "Running on http://"}
 # `sh` sends the server's stderr to a file of its own; running_server keeps stdout.
 STDERR_APART = ["sh", "-c", 'exec "$@" 2>"$ERROR_PATHS_STDERR"', "sh", sys.executable,
                 "-m", "app"]

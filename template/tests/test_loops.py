@@ -28,6 +28,8 @@ ENGINE_LOOP_CHOICES = {
     # gunicorn lists its loops nowhere but in its validator: ask it about every name.
     "gunicorn": {name for name in (*loops.LOOP_POLICIES, "rloop:new_event_loop")
                  if gunicorn_accepts("asgi_loop", name)},
+    # Hypercorn's worker classes, as its documentation lists them (--worker-class).
+    "hypercorn": {"asyncio", "uvloop", "trio"},
 }
 class Cell(NamedTuple):
     """One Python x engine x loop policy, with the matrix's verdict."""
@@ -71,6 +73,8 @@ ACCEPTED = {
     ("granian", True): {"auto", "asyncio", "uvloop", "rloop"},
     ("gunicorn", False): {"auto", "asyncio", "uvloop"},
     ("gunicorn", True): {"auto", "asyncio", "uvloop"},
+    ("hypercorn", False): {"auto", "asyncio", "uvloop", "trio"},
+    ("hypercorn", True): {"auto", "asyncio", "uvloop", "trio"},
 }
 
 
@@ -91,7 +95,9 @@ def test_each_refusal_names_what_the_engine_accepts(cell: Cell) -> None:
 def test_refused_cells_are_the_measured_ones() -> None:
     refused = {(c.engine, c.loop) for c in CELLS if c.refusal}
     assert refused == {("uvicorn", "rloop"), ("uvicorn", "zuvloop"), ("granian", "zuvloop"),
-                       ("gunicorn", "rloop"), ("gunicorn", "zuvloop")}
+                       ("gunicorn", "rloop"), ("gunicorn", "zuvloop"),
+                       ("hypercorn", "rloop"), ("hypercorn", "zuvloop"),
+                       ("uvicorn", "trio"), ("granian", "trio"), ("gunicorn", "trio")}
     assert loops.refusal("uvicorn", "zuvloop", (3, 14)) is None
 
 
@@ -120,7 +126,7 @@ def test_every_engine_honours_each_setting_or_says_why_not() -> None:
             assert accepted == (engine in spec.verified), (spec.name, engine)
 
 
-@pytest.mark.parametrize(("engine", "loop"), [("nginx", "auto"), ("uvicorn", "trio")])
+@pytest.mark.parametrize(("engine", "loop"), [("nginx", "auto"), ("uvicorn", "tokio")])
 def test_unknown_names_are_refused_with_the_choices(engine: str, loop: str) -> None:
     reason = loops.refusal(engine, loop, (3, 13))
     assert reason and reason.startswith("Unknown")

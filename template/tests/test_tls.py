@@ -19,7 +19,7 @@ from tests.server_process import running_server, trusting
 
 # The parser each engine needs for HTTP/2 (uvicorn: zttp's; the others: their own).
 HTTP2 = {"uvicorn": ["--http2", "--http", "zttp"], "granian": ["--http2"],
-         "gunicorn": ["--http2"]}
+         "gunicorn": ["--http2"], "hypercorn": ["--http2"]}
 
 
 @pytest.fixture(scope="module")

@@ -38,14 +38,14 @@ def full_health_report(monkeypatch: pytest.MonkeyPatch) -> None:
 # the engines to. Dropping a claim from the matrix (FEATURES in app/core/loops.py) does
 # not drop its test; the matrix must go on making it (test_the_matrix_makes_these_claims).
 HONOURED_BY = {
-    "backlog": ("uvicorn", "granian", "gunicorn"),
+    "backlog": ("uvicorn", "granian", "gunicorn", "hypercorn"),
     "threads": ("granian",),
-    "websockets": ("uvicorn", "granian", "gunicorn"),
+    "websockets": ("uvicorn", "granian", "gunicorn", "hypercorn"),
     "max_concurrency": ("uvicorn", "granian"),
     "worker_lifetime": ("granian",),
-    "respawn_failed_workers": ("uvicorn", "granian", "gunicorn"),
-    "keepalive_timeout": ("uvicorn", "granian", "gunicorn"),
-    "access_log": ("uvicorn", "granian", "gunicorn"),
+    "respawn_failed_workers": ("uvicorn", "granian", "gunicorn", "hypercorn"),
+    "keepalive_timeout": ("uvicorn", "granian", "gunicorn", "hypercorn"),
+    "access_log": ("uvicorn", "granian", "gunicorn", "hypercorn"),
 }
 
 

@@ -20,6 +20,7 @@ from datetime import UTC, datetime
 REQUEST_ID: ContextVar[str | None] = ContextVar("request_id", default=None)
 TRACE_ID: ContextVar[str | None] = ContextVar("trace_id", default=None)
 TEXT_FORMAT = "[%(levelname)s] %(name)s: %(message)s"
+HYPERCORN_TEXT_FORMAT = "[%(asctime)s] [%(process)d] [%(levelname)s] %(message)s"  # its own
 
 
 def _ids() -> dict[str, str]:
@@ -118,6 +119,19 @@ def uvicorn_json_config() -> dict[str, object]:
             "uvicorn.access": {"handlers": ["access"], "level": "INFO", "propagate": False},
         },
     }
+
+
+def hypercorn_error_log(log_format: str, log_level: str) -> logging.Logger:
+    """Hypercorn's `errorlog`: its logger (`hypercorn.error`) on stderr, in its own look
+    for `text` and in the app's format for `json`; not also passed to the app's."""
+    logger = logging.getLogger("hypercorn.error")
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(JsonFormatter() if log_format == "json" else logging.Formatter(
+        HYPERCORN_TEXT_FORMAT, datefmt="%Y-%m-%d %H:%M:%S %z"))
+    logger.handlers = [handler]
+    logger.setLevel(log_level.upper())
+    logger.propagate = False
+    return logger
 
 
 def gunicorn_logger(log_format: str) -> type:

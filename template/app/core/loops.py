@@ -12,7 +12,7 @@ import sys
 from dataclasses import dataclass, field
 from typing import Literal
 
-Engine = Literal["uvicorn", "granian", "gunicorn"]
+Engine = Literal["uvicorn", "granian", "gunicorn", "hypercorn"]
 PythonVersion = tuple[int, int]
 
 PYTHON_VERSIONS: tuple[str, ...] = ("3.11", "3.12", "3.13", "3.14", "3.15")
@@ -52,6 +52,8 @@ ENGINE_SPECS: dict[str, EngineSpec] = {
                    own_parser="hyper", http2_any_parser=True),
         EngineSpec("gunicorn", "its native asgi worker under gunicorn's arbiter",
                    http_auto=("h1c", "python"), http2_any_parser=True),
+        EngineSpec("hypercorn", "Python (h11, h2; aioquic for HTTP/3), asyncio or trio",
+                   own_parser="h11", http2_any_parser=True),
     )
 }
 ENGINES: tuple[Engine, ...] = tuple(ENGINE_SPECS)  # type: ignore[assignment]
@@ -87,6 +89,8 @@ PASSED = ("the project's boot, request-set (Range and WebSockets included), two-
           "drain (saturation included) and dev-reload tests pass ({where})")
 ON_313 = PASSED.format(where="Python 3.13 and 3.15.0, uvicorn 0.54, granian 2.8.9, "
                              "gunicorn 27.0.1")
+ON_HYPERCORN = PASSED.format(where="Python 3.13, Hypercorn 0.18.0")
+HYPERCORN_BRIEFLY = "Hypercorn runs asyncio, uvloop or trio"
 
 LOOPS: dict[str, LoopSpec] = {
     spec.name: spec
@@ -96,15 +100,18 @@ LOOPS: dict[str, LoopSpec] = {
             "asyncio",
             "the standard library's selector loop",
             engine_values={"uvicorn": "asyncio", "granian": "asyncio",
-                           "gunicorn": "asyncio"},
-            verified={"uvicorn": ON_313, "granian": ON_313, "gunicorn": ON_313},
+                           "gunicorn": "asyncio", "hypercorn": "asyncio"},
+            verified={"uvicorn": ON_313, "granian": ON_313, "gunicorn": ON_313,
+                      "hypercorn": ON_HYPERCORN},
         ),
         LoopSpec(
             "uvloop",
             "uvloop",
             "libuv through Cython",
-            engine_values={"uvicorn": "uvloop", "granian": "uvloop", "gunicorn": "uvloop"},
-            verified={"uvicorn": ON_313, "granian": ON_313, "gunicorn": ON_313},
+            engine_values={"uvicorn": "uvloop", "granian": "uvloop", "gunicorn": "uvloop",
+                           "hypercorn": "uvloop"},
+            verified={"uvicorn": ON_313, "granian": ON_313, "gunicorn": ON_313,
+                      "hypercorn": ON_HYPERCORN},
         ),
         LoopSpec(
             "rloop",
@@ -116,8 +123,11 @@ LOOPS: dict[str, LoopSpec] = {
                 "uvicorn": "uvicorn on rloop loses WebSocket connections and requests at "
                 "shutdown",
                 "gunicorn": GUNICORN_BRIEFLY,
+                "hypercorn": "Hypercorn cannot listen on rloop",
             },
             refused_because={
+                "hypercorn": "Hypercorn 0.18 served on rloop 0.5 fails with EBADF: rloop "
+                "detaches the socket handed to create_server(sock=...)",
                 "uvicorn": "uvicorn 0.54 on rloop 0.5 (as `rloop:new_event_loop`) serves "
                 "HTTP, but a WebSocket it accepts is never switched to (its frames reach "
                 "the HTTP parser: `Invalid HTTP request received`), SIGTERM then waits "
@@ -138,12 +148,34 @@ LOOPS: dict[str, LoopSpec] = {
                 "granian": "granian runs its own list of loops (asyncio, uvloop, rloop), "
                 "which zuvloop is not on",
                 "gunicorn": GUNICORN_BRIEFLY,
+                "hypercorn": HYPERCORN_BRIEFLY,
             },
             refused_because={
+                "hypercorn": "Hypercorn 0.18's worker classes are asyncio, uvloop and "
+                "trio; zuvloop was not tried under it",
                 "granian": "granian 2.8.9's loop option takes asyncio, uvloop, rloop "
                 "and winloop; another loop goes only in its private registry "
                 "(granian._loops), which is patching granian",
                 "gunicorn": GUNICORN_LOOPS.format(loop="zuvloop"),
+            },
+        ),
+        LoopSpec(
+            "trio",
+            "trio",
+            "trio's own loop (structured concurrency); FastAPI runs on it through AnyIO",
+            engine_values={"hypercorn": "trio"},
+            verified={"hypercorn": ON_HYPERCORN},
+            refused_briefly={
+                "uvicorn": "uvicorn runs asyncio loops only",
+                "granian": "granian runs asyncio loops only",
+                "gunicorn": GUNICORN_BRIEFLY,
+            },
+            refused_because={
+                "uvicorn": "uvicorn 0.54's loop option builds an asyncio event loop; trio "
+                "has none",
+                "granian": "granian 2.8.9's loop option takes asyncio, uvloop, rloop and "
+                "winloop",
+                "gunicorn": GUNICORN_LOOPS.format(loop="trio"),
             },
         ),
     )
@@ -356,20 +388,28 @@ FEATURES: dict[str, FeatureSpec] = {
                                 "it with WEBSERVER_WORKERS",
                      "gunicorn": "gunicorn's asgi worker runs one event-loop thread and "
                                  "ignores threads (it warns); scale it with "
-                                 "WEBSERVER_WORKERS"}, inactive=1),
+                                 "WEBSERVER_WORKERS",
+                     "hypercorn": "Hypercorn runs each worker on one event-loop thread; "
+                                  "scale it with WEBSERVER_WORKERS"}, inactive=1),
         FeatureSpec("backlog", {"uvicorn": "backlog", "granian": "backlog",
-                                "gunicorn": "backlog"}),
+                                "gunicorn": "backlog",
+                                "hypercorn": "the launcher's listener (serving/engines/"
+                                             "hypercorn/workers.py)"}),
         FeatureSpec("max_concurrency",
                     {"uvicorn": "limit_concurrency (503 past the cap)",
                      "granian": "backpressure (requests past the cap wait)"},
                     {"gunicorn": "gunicorn's asgi worker caps neither connections nor "
                                  "requests (worker_connections is read by its gthread and "
-                                 "gevent workers only)"}, inactive=0),
+                                 "gevent workers only)",
+                     "hypercorn": "Hypercorn caps neither connections nor requests"},
+                    inactive=0),
         FeatureSpec("keepalive_timeout",
                     {"uvicorn": "timeout_keep_alive",
                      "granian": "http1_settings.header_read_timeout (also bounds the time "
                                 "to send a request's headers)",
-                     "gunicorn": "keepalive"}),
+                     "gunicorn": "keepalive",
+                     "hypercorn": "keep_alive_timeout (also bounds the time to send a "
+                                  "request's head)"}),
         FeatureSpec("header_timeout",
                     {"uvicorn": "the project's protocol (serving/engines/uvicorn/protocols.py) "
                                 "closes a head not complete in time",
@@ -377,7 +417,10 @@ FEATURES: dict[str, FeatureSpec] = {
                                 "WEBSERVER_KEEPALIVE_TIMEOUT (from the last response): "
                                 "the larger of the two",
                      "gunicorn": "the project's asgi worker (serving/engines/gunicorn/worker.py) "
-                                 "closes a head not complete in time"}),
+                                 "closes a head not complete in time",
+                     "hypercorn": "keep_alive_timeout, one timer with "
+                                  "WEBSERVER_KEEPALIVE_TIMEOUT (from the connection's start "
+                                  "or last response): the larger of the two"}),
         FeatureSpec("max_header_size",
                     {"uvicorn": "the launcher's protocol: 431 past it (zttp stops at its "
                                 "own 16 KiB)",
@@ -385,13 +428,18 @@ FEATURES: dict[str, FeatureSpec] = {
                                 "16 KiB, a head arriving at once may pass up to 1.5x)",
                      "gunicorn": "the launcher's asgi worker: 431 past it (its own "
                                  "limits on each line stay: 414 for a request line "
-                                 "past limit_request_line)"}),
+                                 "past limit_request_line)",
+                     "hypercorn": "h11_max_incomplete_size and h2_max_header_list_size"}),
         FeatureSpec("websockets", {"uvicorn": "ws='none' when false",
                                    "granian": "websockets",
                                    "gunicorn": "the launcher's layer refusing the upgrade "
                                                "when false (its asgi worker has no "
-                                               "switch)"}, inactive=True),
-        FeatureSpec("ws_ping_interval", {"uvicorn": "ws_ping_interval, 20 s pong timeout"},
+                                               "switch)",
+                                   "hypercorn": "the launcher's layer refusing the upgrade "
+                                                "when false (Hypercorn has no switch)"},
+                    inactive=True),
+        FeatureSpec("ws_ping_interval", {"uvicorn": "ws_ping_interval, 20 s pong timeout",
+                                         "hypercorn": "websocket_ping_interval"},
                     {"granian": "granian sends no WebSocket pings",
                      "gunicorn": "gunicorn's asgi worker sends no WebSocket pings (it "
                                  "answers the client's)"}, inactive=0),
@@ -399,7 +447,9 @@ FEATURES: dict[str, FeatureSpec] = {
                     {"uvicorn": "limit_max_requests + limit_max_requests_jitter (10 %), "
                                 "workers replaced by the launcher's supervisor",
                      "gunicorn": "max_requests + max_requests_jitter (10 %), workers "
-                                 "replaced by its arbiter"},
+                                 "replaced by its arbiter",
+                     "hypercorn": "the launcher's worker counts requests (+ up to 10 % "
+                                  "jitter), its supervisor replaces it"},
                     {"granian": "granian cannot recycle a worker by request count; "
                                 "WEBSERVER_WORKER_LIFETIME and WEBSERVER_WORKER_MAX_MEMORY "
                                 "recycle it by age and by memory"}, inactive=0),
@@ -408,7 +458,10 @@ FEATURES: dict[str, FeatureSpec] = {
                                 "WEBSERVER_WORKER_MAX_REQUESTS recycles it by request count",
                      "gunicorn": "gunicorn cannot recycle a worker by age; "
                                  "WEBSERVER_WORKER_MAX_REQUESTS recycles it by request "
-                                 "count"},
+                                 "count",
+                     "hypercorn": "Hypercorn cannot recycle a worker by age; "
+                                  "WEBSERVER_WORKER_MAX_REQUESTS recycles it by request "
+                                  "count"},
                     inactive=0,
                     floor={"granian": (60, "granian recycles a worker after 60 seconds "
                                            "at the soonest")}),
@@ -418,40 +471,61 @@ FEATURES: dict[str, FeatureSpec] = {
                                 "count",
                      "gunicorn": "gunicorn does not watch its workers' memory; "
                                  "WEBSERVER_WORKER_MAX_REQUESTS recycles them by request "
-                                 "count"}, inactive=0),
+                                 "count",
+                     "hypercorn": "Hypercorn does not watch its workers' memory; "
+                                  "WEBSERVER_WORKER_MAX_REQUESTS recycles them by request "
+                                  "count"}, inactive=0),
         FeatureSpec("respawn_failed_workers",
                     {"uvicorn": "the launcher's supervisor (uvicorn's, with respawning made "
                                 "a choice)", "granian": "respawn_failed_workers",
                      "gunicorn": "its arbiter, which always respawns; when false the "
-                                 "launcher's child_exit hook stops it"}),
+                                 "launcher's child_exit hook stops it",
+                     "hypercorn": "the launcher's supervisor (serving/engines/hypercorn/"
+                                  "workers.py)"}),
         FeatureSpec("access_log", {"uvicorn": "the app's access log middleware (uvicorn's "
                                               "own off)",
                                    "granian": "the app's access log middleware (granian's "
                                               "own off)",
                                    "gunicorn": "the app's access log middleware "
-                                               "(gunicorn's own off)"}),
+                                               "(gunicorn's own off)",
+                                   "hypercorn": "the app's access log middleware "
+                                                "(Hypercorn's own off)"}),
         FeatureSpec("log_format", {"uvicorn": "log_config, its formatters the app's",
                                    "granian": "log_dictconfig, its formatters the app's",
                                    "gunicorn": "logger_class, its handlers' formatter "
-                                               "the app's"}),
+                                               "the app's",
+                                   "hypercorn": "errorlog, its handler's formatter the "
+                                                "app's (json)"}),
         FeatureSpec("metrics", {"uvicorn": "the app's metrics layer; the launcher's "
                                            "listener",
                                 "granian": "the app's metrics layer; the launcher's "
                                            "listener",
                                 "gunicorn": "the app's metrics layer; the launcher's "
-                                            "listener"}),
+                                            "listener",
+                                "hypercorn": "the app's metrics layer; the launcher's "
+                                             "listener"}),
         FeatureSpec("graceful_timeout", {"uvicorn": "timeout_graceful_shutdown",
                                          "granian": "workers_kill_timeout",
-                                         "gunicorn": "graceful_timeout"}),
+                                         "gunicorn": "graceful_timeout",
+                                         "hypercorn": "graceful_timeout"}),
         FeatureSpec("tls_certfile", {"uvicorn": "ssl_certfile", "granian": "ssl_cert",
-                                     "gunicorn": "certfile"}, inactive=""),
+                                     "gunicorn": "certfile", "hypercorn": "certfile"},
+                    inactive=""),
         FeatureSpec("tls_keyfile", {"uvicorn": "ssl_keyfile", "granian": "ssl_key",
-                                    "gunicorn": "keyfile"}, inactive=""),
+                                    "gunicorn": "keyfile", "hypercorn": "keyfile"},
+                    inactive=""),
         FeatureSpec("http2", {"uvicorn": "http2, with the zttp parser",
                               "granian": "http='auto' (HTTP/1 pinned when false)",
                               "gunicorn": "http_protocols='h2,h1' + http2_cleartext='both': "
                                           "h2c to peers in WEBSERVER_TRUSTED_PROXIES only "
-                                          "(its forwarded_allow_ips)"}, inactive=False),
+                                          "(its forwarded_allow_ips)",
+                              "hypercorn": "alpn_protocols h2 over TLS (its cleartext "
+                                           "h2c is always on)"}, inactive=False),
+        FeatureSpec("http3", {"hypercorn": "quic_bind on the same port (UDP), with its "
+                                           "alt-svc header"},
+                    {"uvicorn": "uvicorn has no HTTP/3",
+                     "granian": "granian's HTTP/3 is not released (granian #550)",
+                     "gunicorn": "gunicorn has no HTTP/3"}, inactive=False),
     )
 }
 
