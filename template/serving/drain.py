@@ -34,6 +34,7 @@ SYN_DROP = [(0x30, 0, 0, 13),          # ldb [13]         TCP flags
             (0x06, 0, 0, 0),           # drop
             (0x06, 0, 0, 0xFFFFFFFF)]  # keep
 DRAIN_TIMEOUT = 5.0  # seconds, at most
+STOP_IDLE = 0.25  # seconds a connection between requests has, at a stop, to send one
 EMPTY_FOR = 0.05  # seconds the queues must stay empty
 POLL = 0.005
 LISTEN = "0A"  # TCP_LISTEN in /proc/net/tcp

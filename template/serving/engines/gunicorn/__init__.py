@@ -38,7 +38,7 @@ from starlette.types import ASGIApp
 from app.core import logs, loops
 from app.core.stopping import server_stopping
 from serving import drain, reload
-from serving.engines.gunicorn.worker import PID_BYTES, POLL, STOP_IDLE, STOP_SIGNALS, GunicornLimits
+from serving.engines.gunicorn.worker import PID_BYTES, POLL, STOP_SIGNALS, GunicornLimits
 from serving.served_app import create_served_app
 from serving.settings import Settings, get_settings
 from serving.websockets_off import WebSocketsOff
@@ -203,7 +203,7 @@ class GunicornApp(BaseApplication):
             while worker.alive:
                 await asyncio.sleep(POLL * 5)
             server_stopping.set()
-            await asyncio.sleep(STOP_IDLE)
+            await asyncio.sleep(drain.STOP_IDLE)
             for connection in list(GunicornLimits.open):
                 connection.close_if_silent()
 

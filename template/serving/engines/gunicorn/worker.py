@@ -20,7 +20,6 @@ from serving.settings import get_settings
 
 PID_BYTES = 4
 POLL = 0.01  # seconds
-STOP_IDLE = 0.25  # seconds a connection between requests has, at a stop, to send one
 STOP_SIGNALS = {signal.SIGTERM, signal.SIGINT, signal.SIGQUIT}
 # What gunicorn 27's asgi worker handles on its loop, and the rest of what its arbiter
 # handles (a fork inherits those handlers).

@@ -4,8 +4,9 @@
 
 - Why not its `run`: on SIGHUP it stops every worker before starting new ones, and a
   worker that fails stops the server; the supervisor starts each new worker first.
-- Workers: spawned, each serving the one listener the supervisor holds (`fd://`), so
-  a connection queued while a worker is replaced waits in the queue, not refused.
+- Workers: spawned, each on a listener of its own (SO_REUSEPORT, handed to Hypercorn
+  as `fd://`), which it drains before it stops (worker.py): the drain the other
+  engines do, for one worker at a time.
 - HTTP/3: with TLS on and WEBSERVER_HTTP3=true, QUIC on the same port over UDP, and
   Hypercorn's `alt-svc` header on every answer.
 - trio: Hypercorn's trio worker; FastAPI runs on it through AnyIO.
@@ -19,7 +20,6 @@ import sys
 from hypercorn.config import Config
 
 from app.core import logs
-from serving import drain
 from serving.engines.hypercorn.workers import WorkerSupervisor
 from serving.settings import Settings
 
@@ -52,7 +52,6 @@ def config(settings: Settings) -> Config:
 
 def run(settings: Settings, loop: str) -> None:
     supervisor = WorkerSupervisor(settings, loop)
-    supervisor.drain_timeout = drain.drain_timeout(settings.graceful_timeout)
     with contextlib.suppress(KeyboardInterrupt):
         supervisor.run()
     if supervisor.failed:

@@ -1,37 +1,42 @@
-"""One Hypercorn worker, in a spawned process: the served app on the supervisor's
-listeners, stopped by SIGTERM (or SIGINT) in order: `server_stopping`, then Hypercorn's
-own stop (its listeners closed, the requests in flight given the grace period, the
-idle connections closed, the lifespan's shutdown). It tells the supervisor it serves
-once the lifespan has started, and stops itself after WEBSERVER_WORKER_MAX_REQUESTS
-(plus up to 10 % jitter), for the supervisor to replace it."""
+"""One Hypercorn worker, in a spawned process, on listeners of its own (SO_REUSEPORT:
+the kernel shares the port's connections among the workers).
+
+Stopped by SIGTERM (or SIGINT), in order: `server_stopping`; its own listener drained
+(serving/drain.py), so what is queued there is served, not reset; a moment for the
+connections between requests to send their next one; then Hypercorn's own stop (its
+listeners closed, the requests in flight given the grace period, the idle connections
+closed, the lifespan's shutdown). It tells the supervisor when it serves (once the
+lifespan has started), and after WEBSERVER_WORKER_MAX_REQUESTS (plus up to 10 %
+jitter) asks to be replaced: the supervisor starts its successor, then stops it."""
 
 from __future__ import annotations
 
+import functools
 import random
 import signal
 import socket
-from collections.abc import Callable
 from multiprocessing.connection import Connection
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from app.core.stopping import server_stopping
+from serving import drain
+from serving.engines.hypercorn.layers import HeadSizeLimit, HTTP2Off
 from serving.served_app import create_served_app
-from serving.settings import get_settings
+from serving.settings import Settings, get_settings
 from serving.websockets_off import WebSocketsOff
 
 STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT)
-READY = b"ready"
+READY, RECYCLE = b"ready", b"recycle"  # what a worker tells the supervisor
 
 
 class Worker:
     """The app as this worker serves it: readiness reported, requests counted."""
 
-    def __init__(self, app: ASGIApp, ready: Connection, max_requests: int,
-                 stop: Callable[[], None]) -> None:
-        self.app, self.ready, self.stop = app, ready, stop
-        self.requests_left = max_requests + random.randint(0, max_requests // 10) \
-            if max_requests else 0
+    def __init__(self, app: ASGIApp, supervisor: Connection, max_requests: int) -> None:
+        self.app, self.supervisor = app, supervisor
+        self.requests_left = (max_requests + random.randint(0, max_requests // 10)
+                              if max_requests else 0)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "lifespan":
@@ -39,42 +44,46 @@ class Worker:
             return
         if self.requests_left and scope["type"] == "http":
             self.requests_left -= 1
-            if not self.requests_left:  # recycled: this one is served, no other
-                self.stop()
+            if not self.requests_left:
+                self.supervisor.send_bytes(RECYCLE)
         await self.app(scope, receive, send)
 
     def reporting(self, send: Send) -> Send:
         async def reported(message: Message) -> None:
             await send(message)
             if message["type"] == "lifespan.startup.complete":
-                self.ready.send_bytes(READY)
+                self.supervisor.send_bytes(READY)
         return reported
 
 
-def served_app() -> ASGIApp:
+def served_app(supervisor: Connection) -> ASGIApp:
     settings = get_settings()
     app = create_served_app()
     app = app if settings.websockets else WebSocketsOff(app)
-    return app if settings.http2 else HTTP2Off(app)
+    app = app if settings.http2 else HTTP2Off(app)
+    return Worker(HeadSizeLimit(app, settings.max_header_size), supervisor,
+                  settings.worker_max_requests)
 
 
-class HTTP2Off:
-    """WEBSERVER_HTTP2=false: Hypercorn answers cleartext HTTP/2 (h2c) whatever it is
-    told, so an HTTP/2 request gets 505 here instead of being served."""
+def listeners(settings: Settings) -> list[socket.socket]:
+    """This worker's TCP listener (and, for HTTP/3, its UDP socket) on the port."""
+    family = socket.AF_INET6 if ":" in settings.host else socket.AF_INET
+    kinds = (socket.SOCK_STREAM, socket.SOCK_DGRAM) if settings.http3 else (socket.SOCK_STREAM,)
+    sockets = []
+    for kind in kinds:
+        sock = socket.socket(family, kind)
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
+        if kind == socket.SOCK_STREAM:
+            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)  # accepted ones inherit it
+        sock.bind((settings.host, settings.port))
+        if kind == socket.SOCK_STREAM:
+            sock.listen(settings.backlog)
+        sockets.append(sock)
+    return sockets
 
-    def __init__(self, app: ASGIApp) -> None:
-        self.app = app
 
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope.get("http_version") == "2":
-            await send({"type": "http.response.start", "status": 505,
-                        "headers": [(b"content-length", b"0")]})
-            await send({"type": "http.response.body", "body": b""})
-            return
-        await self.app(scope, receive, send)
-
-
-def serve(loop: str, sockets: list[socket.socket], ready: Connection) -> None:
+def serve(loop: str, supervisor: Connection) -> None:
     """The spawned process's target (workers.py)."""
     for number in STOP_SIGNALS:  # stopped while it imports the app: stop
         signal.signal(number, signal.SIG_DFL)
@@ -82,34 +91,34 @@ def serve(loop: str, sockets: list[socket.socket], ready: Connection) -> None:
 
     settings = get_settings()
     served = config(settings)
-    tcp = [sock for sock in sockets if sock.type == socket.SOCK_STREAM]
-    udp = [sock for sock in sockets if sock.type == socket.SOCK_DGRAM]
-    served.bind = [f"fd://{sock.fileno()}" for sock in tcp]
-    served.quic_bind = [f"fd://{sock.fileno()}" for sock in udp]
+    sockets = listeners(settings)
+    served.bind = [f"fd://{s.fileno()}" for s in sockets if s.type == socket.SOCK_STREAM]
+    served.quic_bind = [f"fd://{s.fileno()}" for s in sockets if s.type == socket.SOCK_DGRAM]
+    app = served_app(supervisor)
     if loop == "trio":
-        serve_on_trio(settings.worker_max_requests, served, ready)
+        serve_on_trio(app, served, settings)
     else:
-        serve_on_asyncio(loop, settings.worker_max_requests, served, ready)
+        serve_on_asyncio(loop, app, served, settings)
 
 
-def serve_on_asyncio(loop: str, max_requests: int, served: object, ready: Connection) -> None:
+def serve_on_asyncio(loop: str, app: ASGIApp, served: object, settings: Settings) -> None:
     import asyncio
 
     from hypercorn.asyncio import serve as hypercorn_serve
 
     async def main() -> None:
-        stopped = asyncio.Event()
-
-        def stop(*_: object) -> None:
-            server_stopping.set()
-            stopped.set()
-
+        asked = asyncio.Event()
         running = asyncio.get_running_loop()
         for number in STOP_SIGNALS:
-            running.add_signal_handler(number, stop)
-        app = Worker(served_app(), ready, max_requests,
-                     lambda: running.call_soon_threadsafe(stop))
-        await hypercorn_serve(app, served, shutdown_trigger=stopped.wait)  # type: ignore[arg-type]
+            running.add_signal_handler(number, asked.set)
+
+        async def trigger() -> None:
+            await asked.wait()
+            server_stopping.set()
+            await asyncio.to_thread(drained, settings)
+            await asyncio.sleep(drain.STOP_IDLE)
+
+        await hypercorn_serve(app, served, shutdown_trigger=trigger)  # type: ignore[arg-type]
 
     if loop == "uvloop":
         import uvloop
@@ -119,30 +128,26 @@ def serve_on_asyncio(loop: str, max_requests: int, served: object, ready: Connec
         asyncio.run(main())
 
 
-def serve_on_trio(max_requests: int, served: object, ready: Connection) -> None:
+def serve_on_trio(app: ASGIApp, served: object, settings: Settings) -> None:
     import trio
     from hypercorn.trio import serve as hypercorn_serve
 
-    async def main() -> None:
-        stopped = trio.Event()
-        token = trio.lowlevel.current_trio_token()
+    async def trigger() -> None:
+        with trio.open_signal_receiver(*STOP_SIGNALS) as signals:
+            async for _ in signals:
+                break
+        server_stopping.set()
+        await trio.to_thread.run_sync(drained, settings)
+        await trio.sleep(drain.STOP_IDLE)
 
-        def stop() -> None:
-            server_stopping.set()
-            stopped.set()
+    trio.run(functools.partial(hypercorn_serve, app, served, shutdown_trigger=trigger))
 
-        async def stop_on_signal() -> None:
-            with trio.open_signal_receiver(*STOP_SIGNALS) as signals:
-                async for _ in signals:
-                    stop()
-                    return
 
-        app = Worker(served_app(), ready, max_requests,
-                     lambda: token.run_sync_soon(stop))
-        async with trio.open_nursery() as nursery:
-            nursery.start_soon(stop_on_signal)
-            await hypercorn_serve(app, served, shutdown_trigger=stopped.wait)  # type: ignore[arg-type]
-            nursery.cancel_scope.cancel()
-
-    trio.run(main)
-
+def drained(settings: Settings) -> None:
+    """This worker's listener refuses new connections; the queued ones accepted."""
+    try:
+        inodes = drain.refuse_own_listeners(settings.port)
+        drain.wait_until_accepted(settings.port, drain.drain_timeout(settings.graceful_timeout),
+                                  inodes)
+    except OSError:  # a drain that fails must not keep the stop from happening
+        pass

@@ -1,12 +1,13 @@
 """The launcher's supervisor of Hypercorn workers (worker.py), the same rules as the
 other engines':
 
-- it holds the listeners (TCP, and UDP for HTTP/3) and spawns each worker on them;
-- a worker recycled by WEBSERVER_WORKER_MAX_REQUESTS (exit 0) is replaced; one that
-  failed only with WEBSERVER_RESPAWN_FAILED_WORKERS=true, else the server stops (exit
-  1); one that fails before it ever served stops the server (a startup failure);
-- SIGTERM (or SIGINT): the queued connections accepted first (serving/drain.py), then
-  every worker stopped, each within the grace period;
+- each worker is spawned and listens on the port itself (SO_REUSEPORT);
+- a worker that asks to be recycled (WEBSERVER_WORKER_MAX_REQUESTS) gets its successor
+  first, then is stopped; one that failed is replaced only with
+  WEBSERVER_RESPAWN_FAILED_WORKERS=true, else the server stops (exit 1); one that fails
+  before it ever served stops the server (a startup failure);
+- SIGTERM (or SIGINT): every worker stopped together, each draining its own listener
+  first, within the grace period;
 - SIGHUP: the code on disk built once (serving/reload.py), then each worker replaced
   by a new one that serves first.
 """
@@ -19,29 +20,35 @@ import multiprocessing
 import signal
 import socket
 import time
+from dataclasses import dataclass
 from multiprocessing.connection import Connection, wait
 from multiprocessing.process import BaseProcess
 
 from app.core import logs
-from serving import drain, reload
-from serving.engines.hypercorn.worker import READY, serve
+from serving import reload
+from serving.engines.hypercorn.worker import READY, RECYCLE, serve
 from serving.settings import Settings
 
-RECYCLED = 0
 FAILED = 1
 STOP_MARGIN = 5.0  # seconds past the grace period before a stopping worker is killed
 TICK = 0.5
+STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT)
+
+
+@dataclass
+class Worker:
+    process: BaseProcess
+    messages: Connection  # READY, then RECYCLE
 
 
 class WorkerSupervisor:
     failed = 0  # the exit code, when the server stopped because a worker failed
-    drain_timeout = 0.0
+    unready_pid = 0  # the last worker that did not come to serve
 
     def __init__(self, settings: Settings, loop: str) -> None:
         self.settings, self.loop = settings, loop
         self.context = multiprocessing.get_context("spawn")
-        self.sockets = listeners(settings)
-        self.workers: list[BaseProcess] = []
+        self.workers: list[Worker] = []
         self.signals: list[int] = []
         self.wakeup_in, self.wakeup_out = socket.socketpair()
 
@@ -49,135 +56,135 @@ class WorkerSupervisor:
         logs.announce(line, self.settings.log_format, level=level)
 
     def run(self) -> None:
-        for number in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP, signal.SIGTTIN):
+        for number in (*STOP_SIGNALS, signal.SIGHUP, signal.SIGTTIN):
             signal.signal(number, self.take_signal)
         self.wakeup_out.setblocking(False)
         self.wakeup_in.setblocking(False)
         signal.set_wakeup_fd(self.wakeup_out.fileno())
-        try:
-            for _ in range(self.settings.workers):
-                worker = self.started()
-                if worker is None:  # a startup failure: its traceback is above
-                    self.failed = FAILED
-                    return self.stop()
-                self.workers.append(worker)
-            self.supervise()
-        finally:
-            for sock in self.sockets:
-                sock.close()
+        self.workers = self.started(self.settings.workers)
+        if len(self.workers) < self.settings.workers:
+            if not self.stop_asked():  # a startup failure: its traceback is above
+                self.failed = FAILED
+            return self.stop()
+        self.supervise()
 
     def take_signal(self, number: int, _frame: object) -> None:
         self.signals.append(number)
 
+    def stop_asked(self) -> bool:
+        with contextlib.suppress(BlockingIOError):
+            self.wakeup_in.recv(512)
+        return any(number in STOP_SIGNALS for number in self.signals)
+
     def supervise(self) -> None:
         while True:
-            wait([self.wakeup_in, *(worker.sentinel for worker in self.workers)], TICK)
-            with contextlib.suppress(BlockingIOError):
-                self.wakeup_in.recv(512)
+            ready = wait([self.wakeup_in, *(w.process.sentinel for w in self.workers),
+                          *(w.messages for w in self.workers)], TICK)
+            self.stop_asked()
             while self.signals:
                 number = self.signals.pop(0)
-                if number in (signal.SIGTERM, signal.SIGINT):
+                if number in STOP_SIGNALS:
                     return self.stop()
                 if number == signal.SIGHUP:
                     self.reload()
                 elif number == signal.SIGTTIN:
-                    worker = self.started()
-                    if worker is not None:
-                        self.workers.append(worker)
+                    self.workers += self.started()
             for index, worker in enumerate(self.workers):
-                if worker.exitcode is None:
-                    continue
-                code = worker.exitcode
-                if code != RECYCLED and not self.settings.respawn_failed_workers:
-                    self.log(logging.ERROR, f"Worker [{worker.pid}] died with exit code "
-                             f"{code}; not replaced (WEBSERVER_RESPAWN_FAILED_WORKERS="
-                             "false), stopping.")
-                    self.failed = FAILED
+                if worker.messages in ready and asked_to_recycle(worker):
+                    if not self.replace(index, "recycled"):
+                        return self.stop()
+                elif worker.process.exitcode is not None and not self.respawn(index):
                     return self.stop()
-                reason = "recycled" if code == RECYCLED else f"died with exit code {code}"
-                self.log(logging.INFO, f"Worker [{worker.pid}] {reason}; starting a new one.")
-                new = self.started()
-                if new is None:
-                    self.failed = FAILED
-                    return self.stop()
-                self.workers[index] = new
 
-    def started(self, timeout: float = reload.READY_TIMEOUT) -> BaseProcess | None:
-        """A new worker, once it serves; None when it failed or did not in time."""
-        reader, writer = self.context.Pipe(duplex=False)
-        worker = self.context.Process(target=serve, name="hypercorn worker",
-                                      args=(self.loop, self.sockets, writer))
-        worker.start()
-        writer.close()
-        if serving(worker, reader, timeout):
-            reader.close()
-            return worker
-        reader.close()
-        if worker.exitcode is None:
-            worker.kill()
-        worker.join()
-        return None
+    def respawn(self, index: int) -> bool:
+        worker = self.workers[index]
+        code = worker.process.exitcode
+        if not self.settings.respawn_failed_workers:
+            self.log(logging.ERROR, f"Worker [{worker.process.pid}] died with exit code "
+                     f"{code}; not replaced (WEBSERVER_RESPAWN_FAILED_WORKERS=false), "
+                     "stopping.")
+            self.failed = FAILED
+            return False
+        return self.replace(index, f"died with exit code {code}")
+
+    def replace(self, index: int, reason: str) -> bool:
+        """The worker at `index` replaced: its successor serving first."""
+        old = self.workers[index]
+        self.log(logging.INFO, f"Worker [{old.process.pid}] {reason}; starting a new one.")
+        new = self.started()
+        if not new:
+            self.failed = 0 if self.stop_asked() else FAILED
+            return False
+        self.workers[index] = new[0]
+        stopped([old], self.settings.graceful_timeout + STOP_MARGIN)
+        return True
+
+    def started(self, count: int = 1) -> list[Worker]:
+        """`count` new workers, started together, once all serve; none when one failed,
+        did not serve within READY_TIMEOUT, or a stop was asked meanwhile."""
+        starting = []
+        for _ in range(count):
+            reader, writer = self.context.Pipe(duplex=False)
+            process = self.context.Process(target=serve, name="hypercorn worker",
+                                           args=(self.loop, writer))
+            process.start()
+            writer.close()
+            starting.append(Worker(process, reader))
+        deadline = time.monotonic() + reload.READY_TIMEOUT
+        if all(self.serving(worker, deadline) for worker in starting):
+            return starting
+        for worker in starting:
+            self.unready_pid = worker.process.pid or 0
+        stopped(starting, 0.0)
+        return []
+
+    def serving(self, worker: Worker, deadline: float) -> bool:
+        while (left := deadline - time.monotonic()) > 0 and not self.stop_asked():
+            if worker.messages in wait([worker.messages, worker.process.sentinel,
+                                        self.wakeup_in], left):
+                try:
+                    return worker.messages.recv_bytes() == READY
+                except EOFError:  # it exited before it served
+                    return False
+            if worker.process.exitcode is not None:
+                return False
+        return False
 
     def reload(self) -> None:
         if not reload.accepted("hypercorn", self.log):
             return
-        for index, old in enumerate(self.workers):
+        for index, old in enumerate(list(self.workers)):
             new = self.started()
-            if new is None:
-                self.log(logging.ERROR, reload.NOT_READY.format(
-                    pid="?", seconds=reload.READY_TIMEOUT))
+            if not new:
+                if not self.stop_asked():
+                    self.log(logging.ERROR, reload.NOT_READY.format(
+                        pid=self.unready_pid, seconds=reload.READY_TIMEOUT))
                 return
-            self.workers[index] = new
+            self.workers[index] = new[0]
             stopped([old], self.settings.graceful_timeout + STOP_MARGIN)
         self.log(logging.INFO, reload.DONE.format(workers=len(self.workers)))
 
     def stop(self) -> None:
         signal.signal(signal.SIGHUP, signal.SIG_IGN)
-        try:  # the workers go on accepting from the listener while it drains
-            drain.refuse_new_connections([s for s in self.sockets if s.type == socket.SOCK_STREAM])
-            drain.wait_until_accepted(self.settings.port, self.drain_timeout)
-        except OSError:
-            pass
         stopped(self.workers, self.settings.graceful_timeout + STOP_MARGIN)
 
 
-def serving(worker: BaseProcess, reader: Connection, timeout: float) -> bool:
-    deadline = time.monotonic() + timeout
-    while (left := deadline - time.monotonic()) > 0:
-        if reader in wait([reader, worker.sentinel], left):
-            try:
-                return reader.recv_bytes() == READY
-            except EOFError:  # it exited before it served
-                return False
-        if worker.exitcode is not None:
-            return False
-    return False
+def asked_to_recycle(worker: Worker) -> bool:
+    try:
+        return worker.messages.recv_bytes() == RECYCLE
+    except EOFError:  # it exited: its exit code tells the rest
+        return False
 
 
-def stopped(workers: list[BaseProcess], timeout: float) -> None:
+def stopped(workers: list[Worker], timeout: float) -> None:
+    """Each worker sent SIGTERM (it drains itself), then given `timeout` to exit."""
     for worker in workers:
-        if worker.exitcode is None:
-            worker.terminate()
+        if worker.process.exitcode is None:
+            worker.process.terminate()
     deadline = time.monotonic() + timeout
     for worker in workers:
-        worker.join(max(0.0, deadline - time.monotonic()))
-        if worker.exitcode is None:
-            worker.kill()
-            worker.join()
-
-
-def listeners(settings: Settings) -> list[socket.socket]:
-    """The TCP listener (and, for HTTP/3, the UDP socket on the same port)."""
-    family = socket.AF_INET6 if ":" in settings.host else socket.AF_INET
-    tcp = socket.socket(family, socket.SOCK_STREAM)
-    tcp.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    tcp.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)  # accepted ones inherit it
-    tcp.bind((settings.host, settings.port))
-    tcp.listen(settings.backlog)
-    tcp.set_inheritable(True)
-    sockets = [tcp]
-    if settings.http3:
-        udp = socket.socket(family, socket.SOCK_DGRAM)
-        udp.bind((settings.host, settings.port))
-        sockets.append(udp)
-    return sockets
+        worker.process.join(max(0.0, deadline - time.monotonic()))
+        if worker.process.exitcode is None:
+            worker.process.kill()
+            worker.process.join()
+        worker.messages.close()

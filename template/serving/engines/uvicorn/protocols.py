@@ -12,8 +12,6 @@ from typing import Any
 from serving import drain
 from serving.head_limits import TOO_LARGE, head_limits, head_too_large
 
-STOP_IDLE = 0.25  # seconds a connection between requests has, at a stop, to send one
-
 
 class HeadLimits:
     """The head timer, 431 for a head too large, and a stop that loses no request, on
@@ -84,7 +82,7 @@ class HeadLimits:
         if self.cycle is None:
             return
         if self.cycle.response_complete:
-            self.head_loop.call_later(STOP_IDLE, self.close_if_silent)
+            self.head_loop.call_later(drain.STOP_IDLE, self.close_if_silent)
         else:
             super().shutdown()  # type: ignore[misc]
 
