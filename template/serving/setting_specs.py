@@ -102,7 +102,7 @@ SETTINGS: tuple[SettingSpec, ...] = (
     SettingSpec("loop", str, Answer("loop_policy"),
                 "event loop: auto (the fastest the engine takes here: zuvloop under uvicorn "
                 "on 3.14+, else uvloop, else asyncio), asyncio, uvloop, rloop (granian), "
-                "zuvloop (uvicorn, Python 3.14+), trio (hypercorn)"),
+                "zuvloop (uvicorn, Python 3.14+)"),
     SettingSpec("http", str, "auto",
                 "HTTP parser: auto (the engine's choice), uvicorn's httptools, h11, zttp, or "
                 "gunicorn's h1c, python (granian and hypercorn have their own)"),
@@ -110,8 +110,8 @@ SETTINGS: tuple[SettingSpec, ...] = (
                 "also answer cleartext HTTP/2 (h2c); uvicorn needs the zttp parser, gunicorn "
                 "answers it to trusted proxies only"),
     SettingSpec("http3", bool, False,
-                "also answer HTTP/3 (QUIC) on the same port over UDP, advertised by Alt-Svc; "
-                "hypercorn, with TLS on"),
+                "also answer HTTP/3: QUIC over UDP, on the number TCP listens on, advertised "
+                "by Alt-Svc (hypercorn, with TLS on)"),
     SettingSpec("host", str, "127.0.0.1", "bind address"),
     SettingSpec("tls_certfile", str, "",
                 "PEM certificate chain: serve HTTPS (with WEBSERVER_TLS_KEYFILE), HTTP/2 by ALPN "

@@ -3,6 +3,8 @@ chosen by ALPN where the engine offers it, and one sentence for a pair that cann
 
 from __future__ import annotations
 
+import asyncio
+import json
 import os
 import socket
 import subprocess
@@ -116,3 +118,36 @@ def test_serve_refuses_a_mismatched_key_before_it_starts(authority: dict[str, st
     assert refused.returncode == 2, refused.stderr
     assert "is not the key of the certificate" in refused.stderr, refused.stderr
     assert "Traceback" not in refused.stderr
+
+
+def test_hypercorn_answers_http3_and_advertises_it(authority: dict[str, str]) -> None:
+    """A real HTTP/3 client (aioquic's) gets 200 over QUIC, and the protocol it used is
+    h3 on both ends: QUIC's ALPN, and the version the app saw."""
+    from tests.http3_client import http3_get
+
+    args = ["--engine", "hypercorn", "--loop", loop_for("hypercorn"), "--http3"]
+    with running_server(args, env=tls_env(authority), https_ca=authority["ca"]) as server:
+        port = int(server.url.rsplit(":", 1)[1])
+        over_tcp = httpx.get(f"{server.url}/health/", verify=trusting(authority["ca"]))
+        answer = asyncio.run(http3_get("127.0.0.1", port, "/health/detailed",
+                                       authority["ca"]))
+        output = server.output()
+    assert over_tcp.headers.get("alt-svc", "").startswith(f'h3=":{port}"'), over_tcp.headers
+    assert answer.alpn == "h3", answer
+    assert answer.status == 200, (answer, output[-2000:])
+    assert json.loads(answer.body)["http_version"] == "3", answer.body
+
+
+@pytest.mark.parametrize(("engine", "env", "sentence"), [
+    ("hypercorn", {}, "WEBSERVER_HTTP3=true needs TLS"),
+    ("granian", None, "WEBSERVER_HTTP3=true cannot be honoured by granian"),
+])
+def test_http3_is_refused_without_tls_or_on_another_engine(
+        engine: str, env: dict[str, str] | None, sentence: str,
+        authority: dict[str, str]) -> None:
+    started = subprocess.run(
+        [sys.executable, "-m", "app", "serve", "--engine", engine, "--http3"],
+        env={**os.environ, **(tls_env(authority) if env is None else env)},
+        capture_output=True, text=True, timeout=60, check=False)
+    assert started.returncode == 2, started.stderr
+    assert sentence in started.stderr and "Traceback" not in started.stderr, started.stderr

@@ -52,7 +52,7 @@ ENGINE_SPECS: dict[str, EngineSpec] = {
                    own_parser="hyper", http2_any_parser=True),
         EngineSpec("gunicorn", "its native asgi worker under gunicorn's arbiter",
                    http_auto=("h1c", "python"), http2_any_parser=True),
-        EngineSpec("hypercorn", "Python (h11, h2; aioquic for HTTP/3), asyncio or trio",
+        EngineSpec("hypercorn", "Python (h11, h2; aioquic for HTTP/3)",
                    own_parser="h11", http2_any_parser=True),
     )
 }
@@ -90,7 +90,7 @@ PASSED = ("the project's boot, request-set (Range and WebSockets included), two-
 ON_313 = PASSED.format(where="Python 3.13 and 3.15.0, uvicorn 0.54, granian 2.8.9, "
                              "gunicorn 27.0.1")
 ON_HYPERCORN = PASSED.format(where="Python 3.13, Hypercorn 0.18.0")
-HYPERCORN_BRIEFLY = "Hypercorn runs asyncio, uvloop or trio"
+HYPERCORN_BRIEFLY = "the template runs Hypercorn on asyncio or uvloop"
 
 LOOPS: dict[str, LoopSpec] = {
     spec.name: spec
@@ -152,30 +152,12 @@ LOOPS: dict[str, LoopSpec] = {
             },
             refused_because={
                 "hypercorn": "Hypercorn 0.18's worker classes are asyncio, uvloop and "
-                "trio; zuvloop was not tried under it",
+                "trio (not yet offered: the template's layers run on asyncio); zuvloop "
+                "was not tried under it",
                 "granian": "granian 2.8.9's loop option takes asyncio, uvloop, rloop "
                 "and winloop; another loop goes only in its private registry "
                 "(granian._loops), which is patching granian",
                 "gunicorn": GUNICORN_LOOPS.format(loop="zuvloop"),
-            },
-        ),
-        LoopSpec(
-            "trio",
-            "trio",
-            "trio's own loop (structured concurrency); FastAPI runs on it through AnyIO",
-            engine_values={"hypercorn": "trio"},
-            verified={"hypercorn": ON_HYPERCORN},
-            refused_briefly={
-                "uvicorn": "uvicorn runs asyncio loops only",
-                "granian": "granian runs asyncio loops only",
-                "gunicorn": GUNICORN_BRIEFLY,
-            },
-            refused_because={
-                "uvicorn": "uvicorn 0.54's loop option builds an asyncio event loop; trio "
-                "has none",
-                "granian": "granian 2.8.9's loop option takes asyncio, uvloop, rloop and "
-                "winloop",
-                "gunicorn": GUNICORN_LOOPS.format(loop="trio"),
             },
         ),
     )

@@ -11,7 +11,6 @@ jitter) asks to be replaced: the supervisor starts its successor, then stops it.
 
 from __future__ import annotations
 
-import functools
 import random
 import signal
 import socket
@@ -22,12 +21,14 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from app.core.stopping import server_stopping
 from serving import drain
 from serving.engines.hypercorn.layers import HeadSizeLimit, HTTP2Off
+from serving.engines.hypercorn.options import config
 from serving.served_app import create_served_app
 from serving.settings import Settings, get_settings
 from serving.websockets_off import WebSocketsOff
 
 STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT)
 READY, RECYCLE = b"ready", b"recycle"  # what a worker tells the supervisor
+NUDGE_EVERY = 0.2  # seconds
 
 
 class Worker:
@@ -87,24 +88,22 @@ def serve(loop: str, supervisor: Connection) -> None:
     """The spawned process's target (workers.py)."""
     for number in STOP_SIGNALS:  # stopped while it imports the app: stop
         signal.signal(number, signal.SIG_DFL)
-    from serving.engines.hypercorn import config
-
     settings = get_settings()
     served = config(settings)
     sockets = listeners(settings)
     served.bind = [f"fd://{s.fileno()}" for s in sockets if s.type == socket.SOCK_STREAM]
     served.quic_bind = [f"fd://{s.fileno()}" for s in sockets if s.type == socket.SOCK_DGRAM]
-    app = served_app(supervisor)
-    if loop == "trio":
-        serve_on_trio(app, served, settings)
-    else:
-        serve_on_asyncio(loop, app, served, settings)
+    quic = [s.getsockname()[:2] for s in sockets if s.type == socket.SOCK_DGRAM]
+    serve_on_asyncio(loop, served_app(supervisor), served, settings, quic)
 
 
-def serve_on_asyncio(loop: str, app: ASGIApp, served: object, settings: Settings) -> None:
+def serve_on_asyncio(loop: str, app: ASGIApp, served: object, settings: Settings,
+                     quic: list[tuple[str, int]]) -> None:
     import asyncio
 
     from hypercorn.asyncio import serve as hypercorn_serve
+
+    nudges: set[asyncio.Task[None]] = set()
 
     async def main() -> None:
         asked = asyncio.Event()
@@ -117,6 +116,8 @@ def serve_on_asyncio(loop: str, app: ASGIApp, served: object, settings: Settings
             server_stopping.set()
             await asyncio.to_thread(drained, settings)
             await asyncio.sleep(drain.STOP_IDLE)
+            for address in quic:
+                nudges.add(asyncio.create_task(nudge(address)))
 
         await hypercorn_serve(app, served, shutdown_trigger=trigger)  # type: ignore[arg-type]
 
@@ -128,19 +129,17 @@ def serve_on_asyncio(loop: str, app: ASGIApp, served: object, settings: Settings
         asyncio.run(main())
 
 
-def serve_on_trio(app: ASGIApp, served: object, settings: Settings) -> None:
-    import trio
-    from hypercorn.trio import serve as hypercorn_serve
+async def nudge(address: tuple[str, int]) -> None:
+    """Hypercorn's QUIC server (0.18) notices the stop only when a datagram comes in,
+    else it holds the stop for the whole grace period: one it ignores (too short for a
+    QUIC header), sent to itself until the worker exits."""
+    import asyncio
 
-    async def trigger() -> None:
-        with trio.open_signal_receiver(*STOP_SIGNALS) as signals:
-            async for _ in signals:
-                break
-        server_stopping.set()
-        await trio.to_thread.run_sync(drained, settings)
-        await trio.sleep(drain.STOP_IDLE)
-
-    trio.run(functools.partial(hypercorn_serve, app, served, shutdown_trigger=trigger))
+    with socket.socket(socket.AF_INET6 if ":" in address[0] else socket.AF_INET,
+                       socket.SOCK_DGRAM) as sender:
+        while True:
+            sender.sendto(b"\0", address)
+            await asyncio.sleep(NUDGE_EVERY)
 
 
 def drained(settings: Settings) -> None:
