@@ -30,6 +30,8 @@ DEPLOY_ANSWER_SETS: dict[str, dict[str, object]] = {
                       "loop_policy": "uvloop", "port": 9000, "workers": 2},
     "gunicorn-first": {"default_engine": "gunicorn", "loop_policy": "asyncio", "port": 9100,
                        "workers": 2},
+    "hypercorn-first": {"default_engine": "hypercorn", "loop_policy": "uvloop", "port": 9200,
+                        "workers": 2},
 }
 COPIER_YML = yaml.safe_load((TEMPLATE_ROOT / "copier.yml").read_text())
 # The questions' defaults as copier.yml states them (what `--defaults` renders).
