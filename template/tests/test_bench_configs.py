@@ -15,7 +15,8 @@ def test_loop_all_sweeps_every_installed_loop_each_engine_accepts() -> None:
     # Written out, not derived from the matrix: what each engine runs (docs/engines.md).
     expected = {("uvicorn", "asyncio"), ("uvicorn", "uvloop"),
                 ("granian", "asyncio"), ("granian", "uvloop"), ("granian", "rloop"),
-                ("gunicorn", "asyncio"), ("gunicorn", "uvloop")}
+                ("gunicorn", "asyncio"), ("gunicorn", "uvloop"),
+                ("hypercorn", "asyncio"), ("hypercorn", "uvloop")}
     if PYTHON >= (3, 14):  # zuvloop publishes wheels for 3.14+ only
         expected.add(("uvicorn", "zuvloop"))
     assert labels == expected
@@ -35,4 +36,4 @@ def test_parsers_apply_to_the_engines_that_take_them() -> None:
     configs = configs_for(list(loops.ENGINES), ["auto"], ["auto", "h11", "python"])
     assert {(c.engine, c.http) for c in configs} == {
         ("uvicorn", "auto"), ("uvicorn", "h11"), ("granian", "auto"),
-        ("gunicorn", "auto"), ("gunicorn", "python")}
+        ("gunicorn", "auto"), ("gunicorn", "python"), ("hypercorn", "auto")}

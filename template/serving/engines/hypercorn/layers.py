@@ -30,8 +30,8 @@ class HeadSizeLimit:
     `h11_max_incomplete_size` only bounds one still arriving, so a longer head read at
     once reaches the app; it gets 431 and the connection closes, as on the others."""
 
-    def __init__(self, app: ASGIApp, max_size: int) -> None:
-        self.app, self.max_size = app, max_size
+    def __init__(self, app: ASGIApp, max_header_size: int) -> None:
+        self.app, self.max_size = app, max_header_size
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "http" and head_size(scope) > self.max_size:

@@ -34,10 +34,11 @@ NUDGE_EVERY = 0.2  # seconds
 class Worker:
     """The app as this worker serves it: readiness reported, requests counted."""
 
-    def __init__(self, app: ASGIApp, supervisor: Connection, max_requests: int) -> None:
+    def __init__(self, app: ASGIApp, supervisor: Connection | None = None,
+                 worker_max_requests: int = 0) -> None:
         self.app, self.supervisor = app, supervisor
-        self.requests_left = (max_requests + random.randint(0, max_requests // 10)
-                              if max_requests else 0)
+        self.requests_left = (worker_max_requests + random.randint(0, worker_max_requests // 10)
+                              if worker_max_requests else 0)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "lifespan":
@@ -45,14 +46,14 @@ class Worker:
             return
         if self.requests_left and scope["type"] == "http":
             self.requests_left -= 1
-            if not self.requests_left:
+            if not self.requests_left and self.supervisor is not None:
                 self.supervisor.send_bytes(RECYCLE)
         await self.app(scope, receive, send)
 
     def reporting(self, send: Send) -> Send:
         async def reported(message: Message) -> None:
             await send(message)
-            if message["type"] == "lifespan.startup.complete":
+            if message["type"] == "lifespan.startup.complete" and self.supervisor is not None:
                 self.supervisor.send_bytes(READY)
         return reported
 
@@ -62,8 +63,8 @@ def served_app(supervisor: Connection) -> ASGIApp:
     app = create_served_app()
     app = app if settings.websockets else WebSocketsOff(app)
     app = app if settings.http2 else HTTP2Off(app)
-    return Worker(HeadSizeLimit(app, settings.max_header_size), supervisor,
-                  settings.worker_max_requests)
+    return Worker(HeadSizeLimit(app, max_header_size=settings.max_header_size),
+                  supervisor=supervisor, worker_max_requests=settings.worker_max_requests)
 
 
 def listeners(settings: Settings) -> list[socket.socket]:
