@@ -121,6 +121,15 @@ def refuse_own_listeners(port: int) -> set[int]:
     return inodes
 
 
+def drain_own_listeners(port: int, graceful_timeout: float) -> None:
+    """A worker's own listeners on `port` refuse new connections, and the connections
+    queued on them are accepted (granian's and Hypercorn's workers, each at its stop).
+    A drain that fails must not keep the stop from happening."""
+    with contextlib.suppress(OSError):
+        inodes = refuse_own_listeners(port)
+        wait_until_accepted(port, drain_timeout(graceful_timeout), inodes)
+
+
 def drain_timeout(graceful_timeout: float) -> float:
     """How long SIGTERM waits for queued connections to be accepted, before the
     engine's own grace period for the requests in flight."""

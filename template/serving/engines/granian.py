@@ -17,7 +17,6 @@
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import signal
 import threading
 from collections.abc import Callable
@@ -156,10 +155,8 @@ def stop_in_order(loop: asyncio.AbstractEventLoop, settings: Settings) -> None:
         loop.call_soon_threadsafe(lambda: loop.create_task(then(), name="stop in order"))
 
     async def then() -> None:
-        with contextlib.suppress(OSError):
-            inodes = drain.refuse_own_listeners(settings.port)
-            await asyncio.to_thread(drain.wait_until_accepted, settings.port,
-                                    drain.drain_timeout(settings.graceful_timeout), inodes)
+        await asyncio.to_thread(drain.drain_own_listeners, settings.port,
+                                settings.graceful_timeout)
         await OPEN_STREAMS.ended(timeout=settings.graceful_timeout)
         signal.raise_signal(HANDED_TO_GRANIAN)
 

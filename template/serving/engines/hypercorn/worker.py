@@ -115,7 +115,8 @@ def serve_on_asyncio(loop: str, app: ASGIApp, served: object, settings: Settings
         async def trigger() -> None:
             await asked.wait()
             server_stopping.set()
-            await asyncio.to_thread(drained, settings)
+            await asyncio.to_thread(drain.drain_own_listeners, settings.port,
+                                    settings.graceful_timeout)
             await asyncio.sleep(drain.STOP_IDLE)
             for address in quic:
                 nudges.add(asyncio.create_task(nudge(address)))
@@ -141,13 +142,3 @@ async def nudge(address: tuple[str, int]) -> None:
         while True:
             sender.sendto(b"\0", address)
             await asyncio.sleep(NUDGE_EVERY)
-
-
-def drained(settings: Settings) -> None:
-    """This worker's listener refuses new connections; the queued ones accepted."""
-    try:
-        inodes = drain.refuse_own_listeners(settings.port)
-        drain.wait_until_accepted(settings.port, drain.drain_timeout(settings.graceful_timeout),
-                                  inodes)
-    except OSError:  # a drain that fails must not keep the stop from happening
-        pass
