@@ -22,6 +22,7 @@ import contextlib
 import logging
 import time
 from dataclasses import dataclass, field
+from typing import Any
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from starlette.websockets import WebSocketDisconnect
@@ -49,7 +50,8 @@ class OpenStreams:
 
     def __init__(self) -> None:
         self.open: dict[asyncio.Task[object], Open] = {}
-        self.watchers: set[asyncio.AbstractEventLoop] = set()
+        self.on_trio: dict[Any, Open] = {}  # trio cancels by scope: by trio.CancelScope
+        self.watchers: set[object] = set()  # asyncio loops, trio runs' tokens
         self.stop_timeout = 1.0
 
     def watch(self, loop: asyncio.AbstractEventLoop) -> None:
@@ -71,6 +73,29 @@ class OpenStreams:
         return [(task, entry) for task, entry in list(self.open.items())
                 if entry.streaming and not entry.done and task.get_loop() is loop]
 
+    def watch_trio(self) -> None:
+        import trio
+
+        token = trio.lowlevel.current_trio_token()
+        if token not in self.watchers:
+            self.watchers.add(token)
+            trio.lowlevel.spawn_system_task(self.end_at_stop_on_trio)
+
+    async def end_at_stop_on_trio(self) -> None:
+        import trio
+
+        await server_stopping.wait()
+        deadline = time.monotonic() + self.stop_timeout
+        while (left := deadline - time.monotonic()) > 0 and self.trio_streams():
+            await trio.sleep(min(left, 0.05))
+        for cut, entry in self.trio_streams():
+            entry.cut = True
+            cut.cancel()
+
+    def trio_streams(self) -> list[tuple[Any, Open]]:
+        return [(cut, entry) for cut, entry in list(self.on_trio.items())
+                if entry.streaming and not entry.done]
+
     async def ended(self, timeout: float) -> None:
         """Once no stream is left open on this loop (or `timeout`): an engine that
         drops what is open as it stops waits for this first (serving/engines/granian.py)."""
@@ -82,6 +107,27 @@ class OpenStreams:
 OPEN_STREAMS = OpenStreams()
 
 
+def noting_send(entry: Open, send: Send) -> Send:
+    """`send`, noting whether the answer is a stream and when it ends."""
+
+    async def noting(message: Message) -> None:
+        kind = message["type"]
+        if kind == "http.response.start":
+            if server_stopping.is_set():  # an answer after the stop closes its connection
+                message = {**message, "headers": [*message.get("headers", ()), CLOSE]}
+            entry.streaming = not any(name.lower() == b"content-length"
+                                      for name, _ in message.get("headers", ()))
+        elif kind == "http.response.body":
+            entry.done = not message.get("more_body", False)
+        elif kind == "websocket.accept":
+            entry.streaming = True
+        elif kind == "websocket.close":
+            entry.done = True
+        await send(message)
+
+    return noting
+
+
 class OpenStreamsMiddleware:
     """Notes each request's task and whether its answer is a stream; ends it at the stop."""
 
@@ -91,7 +137,11 @@ class OpenStreamsMiddleware:
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         kind = scope["type"]
-        task = asyncio.current_task()
+        try:
+            task = asyncio.current_task()
+        except RuntimeError:  # no asyncio loop: Hypercorn's trio worker
+            await self.on_trio(scope, receive, send)
+            return
         if task is None or kind not in ("http", "websocket"):
             if kind == "lifespan":
                 OPEN_STREAMS.watch(asyncio.get_running_loop())
@@ -100,24 +150,8 @@ class OpenStreamsMiddleware:
         OPEN_STREAMS.watch(task.get_loop())
         entry = Open(kind, f"{scope.get('method', 'WebSocket')} {scope.get('path', '')}")
         OPEN_STREAMS.open[task] = entry
-
-        async def noting(message: Message) -> None:
-            kind = message["type"]
-            if kind == "http.response.start":
-                if server_stopping.is_set():  # an answer after the stop closes its connection
-                    message = {**message, "headers": [*message.get("headers", ()), CLOSE]}
-                entry.streaming = not any(name.lower() == b"content-length"
-                                          for name, _ in message.get("headers", ()))
-            elif kind == "http.response.body":
-                entry.done = not message.get("more_body", False)
-            elif kind == "websocket.accept":
-                entry.streaming = True
-            elif kind == "websocket.close":
-                entry.done = True
-            await send(message)
-
         try:
-            await self.app(scope, receive, noting)
+            await self.app(scope, receive, noting_send(entry, send))
         except WebSocketDisconnect:
             # The closed WebSocket's end, raised by receive() in a handler that does not
             # catch it (a tutorial's): the engine would log it as an ERROR with its
@@ -130,6 +164,29 @@ class OpenStreamsMiddleware:
             await self.end(entry, send)
         finally:
             del OPEN_STREAMS.open[task]
+
+    async def on_trio(self, scope: Scope, receive: Receive, send: Send) -> None:
+        """The same on trio: a request runs in a cancel scope of its own, which the
+        stop cancels (trio has no task to cancel)."""
+        import trio
+
+        kind = scope["type"]
+        OPEN_STREAMS.watch_trio()
+        if kind not in ("http", "websocket"):
+            await self.app(scope, receive, send)
+            return
+        entry = Open(kind, f"{scope.get('method', 'WebSocket')} {scope.get('path', '')}")
+        with trio.CancelScope() as cut:
+            OPEN_STREAMS.on_trio[cut] = entry
+            try:
+                await self.app(scope, receive, noting_send(entry, send))
+            except WebSocketDisconnect:
+                if kind != "websocket":
+                    raise
+            finally:
+                del OPEN_STREAMS.on_trio[cut]
+        if cut.cancelled_caught:  # its own scope: the stop's cancel, not an engine's
+            await self.end(entry, send)
 
     async def end(self, entry: Open, send: Send) -> None:
         if entry.kind == "http":

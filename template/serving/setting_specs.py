@@ -102,7 +102,7 @@ SETTINGS: tuple[SettingSpec, ...] = (
     SettingSpec("loop", str, Answer("loop_policy"),
                 "event loop: auto (the fastest the engine takes here: zuvloop under uvicorn "
                 "on 3.14+, else uvloop, else asyncio), asyncio, uvloop, rloop (granian), "
-                "zuvloop (uvicorn, Python 3.14+)"),
+                "zuvloop (uvicorn, Python 3.14+), trio (hypercorn)"),
     SettingSpec("http", str, "auto",
                 "HTTP parser: auto (the engine's choice), uvicorn's httptools, h11, zttp, or "
                 "gunicorn's h1c, python (granian and hypercorn have their own)"),

@@ -18,7 +18,7 @@ loop_for = request_set.loop_for
 # The module a running loop's class comes from, by loop name: written out, not read
 # from the matrix.
 LOOP_MODULES = {"asyncio": "asyncio", "uvloop": "uvloop", "rloop": "rloop",
-                "zuvloop": "zuvloop"}
+                "zuvloop": "zuvloop", "trio": "trio"}
 
 
 def expected_loop(engine: str, loop: str) -> str:

@@ -41,7 +41,9 @@ def serve_on_free_ports() -> list[str]:
 
 BAD_SETTINGS = [
     ({"WEBSERVER_ENGINE": "nginx"}, "Unknown engine"),
-    ({"WEBSERVER_LOOP": "trio"}, "Unknown loop"),
+    ({"WEBSERVER_LOOP": "tokio"}, "Unknown loop"),
+    ({"WEBSERVER_ENGINE": "uvicorn", "WEBSERVER_LOOP": "trio"}, "trio needs the hypercorn engine"),
+    ({"WEBSERVER_ENGINE": "granian", "WEBSERVER_LOOP": "trio"}, "trio needs the hypercorn engine"),
     ({"WEBSERVER_ENGINE": "uvicorn", "WEBSERVER_LOOP": "rloop"}, "rloop needs the granian engine"),
     ({"WEBSERVER_ENGINE": "granian", "WEBSERVER_LOOP": "zuvloop"}, "zuvloop needs the uvicorn"),
     ({"WEBSERVER_PORT": "http"}, "WEBSERVER_PORT='http' is refused"),

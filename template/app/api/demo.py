@@ -4,10 +4,10 @@ server-sent events that ends with a last event when the server stops."""
 
 from __future__ import annotations
 
-import asyncio
 import logging
 from collections.abc import AsyncIterator
 
+import anyio
 from fastapi import APIRouter, Query, Request
 from fastapi.responses import StreamingResponse
 
@@ -19,7 +19,8 @@ LOGGER = logging.getLogger(__name__)
 
 @router.get("/sleep")
 async def sleep(ms: float = Query(default=10, ge=0, le=10_000)) -> dict[str, float]:
-    await asyncio.sleep(ms / 1000)
+    # AnyIO's sleep, not asyncio's: it runs on every loop, trio included.
+    await anyio.sleep(ms / 1000)
     return {"slept_ms": ms}
 
 

@@ -23,19 +23,29 @@ async def health() -> dict[str, str]:
     return {"status": "ok"}
 
 
+def running_loop_class() -> str:
+    try:
+        running = type(asyncio.get_running_loop())
+    except RuntimeError:  # no asyncio loop: Hypercorn's trio worker
+        import trio
+
+        trio.lowlevel.current_task()  # raises unless trio runs this handler
+        return "trio.run"  # trio has no loop class: the call that runs it
+    return f"{running.__module__}.{running.__qualname__}"
+
+
 @router.get("/detailed")
 async def health_detailed(request: Request) -> dict[str, str | int]:
     settings = get_settings()
     if settings.health_detail != "full":
         return {"status": "ok"}
-    running = type(asyncio.get_running_loop())
     return {
         "status": "ok",
         "engine": settings.engine,
         "loop": settings.resolved_loop,
         # The class of the loop running this handler, not the configured name: it
         # is the proof that the engine honoured the choice.
-        "loop_class": f"{running.__module__}.{running.__qualname__}",
+        "loop_class": running_loop_class(),
         "http": settings.resolved_http,
         "http_version": request.scope["http_version"],
         # As seen after the proxy-headers middleware of the engine.

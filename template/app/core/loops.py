@@ -90,7 +90,10 @@ PASSED = ("the project's boot, request-set (Range and WebSockets included), two-
 ON_313 = PASSED.format(where="Python 3.13 and 3.15.0, uvicorn 0.54, granian 2.8.9, "
                              "gunicorn 27.0.1")
 ON_HYPERCORN = PASSED.format(where="Python 3.13, Hypercorn 0.18.0")
-HYPERCORN_BRIEFLY = "the template runs Hypercorn on asyncio or uvloop"
+ON_TRIO = (PASSED.format(where="Python 3.13, Hypercorn 0.18.0, trio 0.35.0")
+           + "; so do its limits, restarts and TLS tests (HTTP/3 included)")
+HYPERCORN_BRIEFLY = "the template runs Hypercorn on asyncio, uvloop or trio"
+ASYNCIO_ONLY = "{engine} runs asyncio event loops only, and trio is not one"
 
 LOOPS: dict[str, LoopSpec] = {
     spec.name: spec
@@ -152,12 +155,31 @@ LOOPS: dict[str, LoopSpec] = {
             },
             refused_because={
                 "hypercorn": "Hypercorn 0.18's worker classes are asyncio, uvloop and "
-                "trio (not yet offered: the template's layers run on asyncio); zuvloop "
-                "was not tried under it",
+                "trio; zuvloop was not tried under it",
                 "granian": "granian 2.8.9's loop option takes asyncio, uvloop, rloop "
                 "and winloop; another loop goes only in its private registry "
                 "(granian._loops), which is patching granian",
                 "gunicorn": GUNICORN_LOOPS.format(loop="zuvloop"),
+            },
+        ),
+        LoopSpec(
+            "trio",
+            "trio",
+            "structured concurrency, not asyncio; FastAPI runs on it through AnyIO",
+            engine_values={"hypercorn": "trio"},
+            verified={"hypercorn": ON_TRIO},
+            refused_briefly={
+                "uvicorn": ASYNCIO_ONLY.format(engine="uvicorn"),
+                "granian": ASYNCIO_ONLY.format(engine="granian"),
+                "gunicorn": GUNICORN_BRIEFLY,
+            },
+            refused_because={
+                "uvicorn": "uvicorn 0.54's loop option takes asyncio event loops only "
+                "(LOOP_FACTORIES: auto, asyncio, uvloop, or a factory of an asyncio "
+                "loop); trio has no asyncio loop to give it",
+                "granian": "granian 2.8.9's loop option takes asyncio, uvloop, rloop "
+                "and winloop, all asyncio loops",
+                "gunicorn": GUNICORN_LOOPS.format(loop="trio"),
             },
         ),
     )

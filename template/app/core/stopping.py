@@ -21,16 +21,21 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import math
 import threading
+from collections.abc import Callable
+from typing import Any
 
 
 class ServerStopping:
     """A flag set once per process, readable from any thread and awaitable on any
-    event loop (a worker has one; a test may run several in turn)."""
+    event loop (a worker has one; a test may run several in turn), or on trio
+    (Hypercorn's trio worker)."""
 
     def __init__(self) -> None:
         self.flag = threading.Event()
-        self.waiters: set[tuple[asyncio.AbstractEventLoop, asyncio.Event]] = set()
+        # (how to call into that loop from any thread, the event set there)
+        self.waiters: set[tuple[Callable[[Callable[[], object]], object], Any]] = set()
         # Re-entrant: `set` may run in a signal handler on a thread that holds it.
         self.lock = threading.RLock()
 
@@ -41,7 +46,10 @@ class ServerStopping:
         """Until the server stops (True) or `timeout` seconds pass (False)."""
         if self.flag.is_set():
             return True
-        waiter = (asyncio.get_running_loop(), asyncio.Event())
+        try:
+            waiter = (asyncio.get_running_loop().call_soon_threadsafe, asyncio.Event())
+        except RuntimeError:  # no asyncio loop: trio's
+            return await self.wait_on_trio(timeout)
         with self.lock:
             self.waiters.add(waiter)
         try:
@@ -54,14 +62,31 @@ class ServerStopping:
             with self.lock:
                 self.waiters.discard(waiter)
 
+    async def wait_on_trio(self, timeout: float | None) -> bool:
+        import trio
+
+        waiter = (trio.lowlevel.current_trio_token().run_sync_soon, trio.Event())
+        with self.lock:
+            self.waiters.add(waiter)
+        try:
+            if self.flag.is_set():
+                return True
+            with trio.move_on_after(math.inf if timeout is None else timeout):
+                await waiter[1].wait()
+            return self.flag.is_set()
+        finally:
+            with self.lock:
+                self.waiters.discard(waiter)
+
     def set(self) -> None:
         """Called by the serving layer; safe from a signal handler or another thread."""
         self.flag.set()
         with self.lock:
             waiters = list(self.waiters)
-        for loop, event in waiters:
-            with contextlib.suppress(RuntimeError):  # that loop has closed
-                loop.call_soon_threadsafe(event.set)
+        for call_soon, event in waiters:
+            # That loop has closed (trio's RunFinishedError is a RuntimeError too).
+            with contextlib.suppress(RuntimeError):
+                call_soon(event.set)
 
 
 server_stopping = ServerStopping()

@@ -38,7 +38,7 @@ class MetricsMiddleware:
         # prometheus-client's labels() costs about a microsecond.
         self.children: dict[tuple[str, str, int], Any] = {}
         self.active = 0
-        self.loop: asyncio.AbstractEventLoop | None = None
+        self.loop: object = None  # the asyncio loop, or the trio run's token
 
     def _child(self, method: str, route: str, status_class: int) -> Any:
         shown = STATUS_CLASSES[status_class - 1] if 1 <= status_class <= 5 else "5xx"
@@ -51,14 +51,34 @@ class MetricsMiddleware:
         if loop is self.loop and not loop.is_closed():
             loop.call_later(IN_FLIGHT_SECONDS, self._publish, loop)
 
+    def _watch_trio(self) -> None:
+        """trio has no call_later: a task of its own writes the gauge (one per run)."""
+        import trio
+
+        token = trio.lowlevel.current_trio_token()
+        if token is not self.loop:
+            self.loop = token
+            trio.lowlevel.spawn_system_task(self._publish_on_trio, token)
+
+    async def _publish_on_trio(self, token: object) -> None:
+        import trio
+
+        while token is self.loop:
+            await trio.sleep(IN_FLIGHT_SECONDS)
+            self.in_flight.set(self.active)
+
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
-        loop = asyncio.get_running_loop()
-        if loop is not self.loop:  # the first request (of this loop: tests make several)
-            self.loop = loop
-            loop.call_later(IN_FLIGHT_SECONDS, self._publish, loop)
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:  # no asyncio loop: Hypercorn's trio worker
+            self._watch_trio()
+        else:
+            if loop is not self.loop:  # the first request (of this loop: tests make several)
+                self.loop = loop
+                loop.call_later(IN_FLIGHT_SECONDS, self._publish, loop)
         status = 0
 
         def send_observed(message: Message) -> Any:

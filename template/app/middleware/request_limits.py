@@ -224,7 +224,10 @@ class Body:
     async def receive(self) -> Message:
         if self.done or self.left is None:  # after the body, a disconnect is not timed
             return self.checked(await self.upstream())
-        loop = self.loop = self.loop or asyncio.get_running_loop()
+        try:
+            loop = self.loop = self.loop or asyncio.get_running_loop()
+        except RuntimeError:  # no asyncio loop: Hypercorn's trio worker
+            return await self.receive_on_trio()
         self.waiting_since = now = loop.time()
         if self.timer is None:
             self.timer = loop.call_at(now + self.left, self.check)
@@ -240,6 +243,21 @@ class Body:
         finally:
             self.waiting = None
             self.left -= loop.time() - self.waiting_since
+        return self.checked(message)
+
+    async def receive_on_trio(self) -> Message:
+        """The same time limit on trio, which cancels by scope, not by task: one
+        scope for each wait, with the time left as its deadline."""
+        import trio
+
+        assert self.left is not None
+        since = trio.current_time()
+        with trio.move_on_after(max(self.left, 0.0)) as wait:
+            message = await self.upstream()
+        self.left -= trio.current_time() - since
+        if wait.cancelled_caught:
+            self.finish()
+            raise refusal(TOO_SLOW) from None
         return self.checked(message)
 
     def check(self) -> None:

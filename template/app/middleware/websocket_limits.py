@@ -28,7 +28,8 @@ HTTP requests pass through untouched: a type check.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
@@ -83,11 +84,23 @@ def too_big(message: Message, cap: int) -> bool:
     return len(text) > cap or (4 * len(text) > cap and len(text.encode()) > cap)
 
 
+@asynccontextmanager
+async def trio_timeout_at(deadline: float) -> AsyncIterator[None]:
+    """asyncio.timeout_at on trio: TimeoutError once trio's clock passes `deadline`."""
+    import trio
+
+    try:
+        with trio.fail_at(deadline):
+            yield
+    except trio.TooSlowError:
+        raise TimeoutError from None
+
+
 class Watched:
     """`receive` and `send` of one WebSocket: the idle time, the message size, and a
     denial response turned into the refusal every engine gives alike."""
 
-    __slots__ = ("accepted", "closed", "idle", "last", "loop", "max_message",
+    __slots__ = ("accepted", "closed", "idle", "last", "max_message", "time", "timeout_at",
                  "upstream_receive", "upstream_send")
 
     def __init__(self, receive: Receive, send: Send, *, idle: float | None,
@@ -97,8 +110,15 @@ class Watched:
         self.idle = idle
         self.max_message = max_message
         self.accepted = False
-        self.loop = asyncio.get_running_loop()
-        self.last = self.loop.time()
+        try:
+            self.time: Callable[[], float] = asyncio.get_running_loop().time
+            self.timeout_at: Callable[[float], AbstractAsyncContextManager[object]] = (
+                asyncio.timeout_at)
+        except RuntimeError:  # no asyncio loop: Hypercorn's trio worker
+            import trio
+
+            self.time, self.timeout_at = trio.current_time, trio_timeout_at
+        self.last = self.time()
         self.closed = False
 
     async def send(self, message: Message) -> None:
@@ -111,7 +131,7 @@ class Watched:
                     await refuse(self.upstream_send, POLICY)
                 return
             self.accepted = kind == "websocket.accept"
-        self.last = self.loop.time()
+        self.last = self.time()
         await self.upstream_send(message)
 
     async def receive(self) -> Message:
@@ -127,13 +147,13 @@ class Watched:
         while not self.closed:
             deadline = self.last + self.idle
             try:
-                async with asyncio.timeout_at(deadline):
+                async with self.timeout_at(deadline):
                     message = await self.upstream_receive()
             except TimeoutError:
                 if self.last + self.idle > deadline:
                     continue  # the app sent something meanwhile: wait on
                 return await self.close(GOING_AWAY, "idle timeout")
-            self.last = self.loop.time()
+            self.last = self.time()
             return message
         return {"type": "websocket.disconnect", "code": GOING_AWAY}
 

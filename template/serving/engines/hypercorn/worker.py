@@ -14,8 +14,10 @@ from __future__ import annotations
 import random
 import signal
 import socket
+from collections.abc import Callable
 from multiprocessing.connection import Connection
 
+import anyio
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from app.core.stopping import server_stopping
@@ -95,7 +97,21 @@ def serve(loop: str, supervisor: Connection) -> None:
     served.bind = [f"fd://{s.fileno()}" for s in sockets if s.type == socket.SOCK_STREAM]
     served.quic_bind = [f"fd://{s.fileno()}" for s in sockets if s.type == socket.SOCK_DGRAM]
     quic = [s.getsockname()[:2] for s in sockets if s.type == socket.SOCK_DGRAM]
-    serve_on_asyncio(loop, served_app(supervisor), served, settings, quic)
+    serve_on = serve_on_trio if loop == "trio" else serve_on_asyncio
+    serve_on(loop, served_app(supervisor), served, settings, quic)
+
+
+async def stop_in_order(settings: Settings, quic: list[tuple[str, int]],
+                        spawn: Callable[..., object]) -> None:
+    """The stop, on either library (AnyIO's calls run on both): `server_stopping`,
+    this worker's listener drained, a moment for the idle connections' next request,
+    then the QUIC nudges (`spawn` starts each as a task that lives until the exit)."""
+    server_stopping.set()
+    await anyio.to_thread.run_sync(drain.drain_own_listeners, settings.port,
+                                   settings.graceful_timeout)
+    await anyio.sleep(drain.STOP_IDLE)
+    for address in quic:
+        spawn(nudge, address)
 
 
 def serve_on_asyncio(loop: str, app: ASGIApp, served: object, settings: Settings,
@@ -114,12 +130,8 @@ def serve_on_asyncio(loop: str, app: ASGIApp, served: object, settings: Settings
 
         async def trigger() -> None:
             await asked.wait()
-            server_stopping.set()
-            await asyncio.to_thread(drain.drain_own_listeners, settings.port,
-                                    settings.graceful_timeout)
-            await asyncio.sleep(drain.STOP_IDLE)
-            for address in quic:
-                nudges.add(asyncio.create_task(nudge(address)))
+            await stop_in_order(settings, quic,
+                                lambda task, *args: nudges.add(asyncio.create_task(task(*args))))
 
         await hypercorn_serve(app, served, shutdown_trigger=trigger)  # type: ignore[arg-type]
 
@@ -131,14 +143,34 @@ def serve_on_asyncio(loop: str, app: ASGIApp, served: object, settings: Settings
         asyncio.run(main())
 
 
+def serve_on_trio(loop: str, app: ASGIApp, served: object, settings: Settings,
+                  quic: list[tuple[str, int]]) -> None:
+    """Hypercorn's trio API (`hypercorn.trio.serve`); the signals through trio's own
+    receiver, the nudges in a nursery that outlives Hypercorn's."""
+    import trio
+
+    from hypercorn.trio import serve as hypercorn_serve
+
+    async def main() -> None:
+        async with trio.open_nursery() as nursery:
+            with trio.open_signal_receiver(*STOP_SIGNALS) as signals:
+                async def trigger() -> None:
+                    async for _ in signals:
+                        break
+                    await stop_in_order(settings, quic, nursery.start_soon)
+
+                await hypercorn_serve(app, served, shutdown_trigger=trigger)  # type: ignore[arg-type]
+            nursery.cancel_scope.cancel()
+
+    trio.run(main)
+
+
 async def nudge(address: tuple[str, int]) -> None:
     """Hypercorn's QUIC server (0.18) notices the stop only when a datagram comes in,
     else it holds the stop for the whole grace period: one it ignores (too short for a
     QUIC header), sent to itself until the worker exits."""
-    import asyncio
-
     with socket.socket(socket.AF_INET6 if ":" in address[0] else socket.AF_INET,
                        socket.SOCK_DGRAM) as sender:
         while True:
             sender.sendto(b"\0", address)
-            await asyncio.sleep(NUDGE_EVERY)
+            await anyio.sleep(NUDGE_EVERY)
