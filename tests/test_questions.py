@@ -80,7 +80,8 @@ BAD_COMMAND_LINES = [
     (["-d", "default_engine=granian", "-d", "python_version=3.14", "-d", "loop_policy=zuvloop"],
      "zuvloop needs the uvicorn engine"),
     (["-d", "loop_policy=rloop"], "rloop needs the granian engine"),
-    (["-d", "loop_policy=trio"], "loop_policy 'trio' is refused"),
+    (["-d", "loop_policy=trio"], "trio needs the hypercorn engine: uvicorn runs asyncio event "
+     "loops only, and trio is not one"),
     (["-d", "default_engine=nginx"], "default_engine 'nginx' is refused"),
     (["-d", "python_version=3.10"], "python_version '3.10' is refused"),
     (["-d", "port=http"], "port 'http' is refused: give a whole number from 1 to 65535."),

@@ -107,6 +107,14 @@ class OpenStreams:
 OPEN_STREAMS = OpenStreams()
 
 
+def asyncio_runs() -> bool:
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return False
+    return True
+
+
 def noting_send(entry: Open, send: Send) -> Send:
     """`send`, noting whether the answer is a stream and when it ends."""
 
@@ -139,10 +147,12 @@ class OpenStreamsMiddleware:
         kind = scope["type"]
         try:
             task = asyncio.current_task()
-        except RuntimeError:  # no asyncio loop: Hypercorn's trio worker
-            await self.on_trio(scope, receive, send)
-            return
+        except RuntimeError:  # no asyncio loop (awaited below, out of this handler)
+            task = None
         if task is None or kind not in ("http", "websocket"):
+            if task is None and not asyncio_runs():  # Hypercorn's trio worker
+                await self.on_trio(scope, receive, send)
+                return
             if kind == "lifespan":
                 OPEN_STREAMS.watch(asyncio.get_running_loop())
             await self.app(scope, receive, send)

@@ -67,6 +67,9 @@ class LoopSpec:
     module: str  # must import for the loop to be usable; its classes live under it
     summary: str
     min_python: PythonVersion = (3, 11)
+    # An asyncio event loop; else (trio) the template's layers take their own branch
+    # for it, which tests/test_other_libraries.py runs in every project.
+    asyncio: bool = True
     # engine -> the value that engine's own `loop=` option takes for this loop
     engine_values: dict[str, str] = field(default_factory=dict)
     # engine -> why it is refused, in the user's terms (the refusal's sentence)
@@ -166,6 +169,7 @@ LOOPS: dict[str, LoopSpec] = {
             "trio",
             "trio",
             "structured concurrency, not asyncio; FastAPI runs on it through AnyIO",
+            asyncio=False,
             engine_values={"hypercorn": "trio"},
             verified={"hypercorn": ON_TRIO},
             refused_briefly={

@@ -48,7 +48,9 @@ class ServerStopping:
             return True
         try:
             waiter = (asyncio.get_running_loop().call_soon_threadsafe, asyncio.Event())
-        except RuntimeError:  # no asyncio loop: trio's
+        except RuntimeError:  # no asyncio loop: trio's (awaited out of this handler)
+            waiter = None
+        if waiter is None:
             return await self.wait_on_trio(timeout)
         with self.lock:
             self.waiters.add(waiter)

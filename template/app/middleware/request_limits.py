@@ -227,6 +227,8 @@ class Body:
         try:
             loop = self.loop = self.loop or asyncio.get_running_loop()
         except RuntimeError:  # no asyncio loop: Hypercorn's trio worker
+            loop = None
+        if loop is None:  # awaited out of the handler: its errors carry no RuntimeError
             return await self.receive_on_trio()
         self.waiting_since = now = loop.time()
         if self.timer is None:

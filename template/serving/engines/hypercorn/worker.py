@@ -11,15 +11,19 @@ jitter) asks to be replaced: the supervisor starts its successor, then stops it.
 
 from __future__ import annotations
 
+import logging
 import random
 import signal
 import socket
+import sys
+import traceback
 from collections.abc import Callable
 from multiprocessing.connection import Connection
 
 import anyio
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from app.core import logs
 from app.core.stopping import server_stopping
 from serving import drain
 from serving.engines.hypercorn.layers import HeadSizeLimit, HTTP2Off
@@ -148,7 +152,6 @@ def serve_on_trio(loop: str, app: ASGIApp, served: object, settings: Settings,
     """Hypercorn's trio API (`hypercorn.trio.serve`); the signals through trio's own
     receiver, the nudges in a nursery that outlives Hypercorn's."""
     import trio
-
     from hypercorn.trio import serve as hypercorn_serve
 
     async def main() -> None:
@@ -162,7 +165,37 @@ def serve_on_trio(loop: str, app: ASGIApp, served: object, settings: Settings,
                 await hypercorn_serve(app, served, shutdown_trigger=trigger)  # type: ignore[arg-type]
             nursery.cancel_scope.cancel()
 
-    trio.run(main)
+    try:
+        trio.run(main)
+    except BaseException as error:
+        if asyncio_on_trio(error):  # the traceback, then what it means
+            traceback.print_exception(error)
+            logs.announce(ASYNCIO_ON_TRIO, settings.log_format, level=logging.ERROR)
+            sys.exit(1)
+        raise
+
+
+# What trio and asyncio say when asyncio is called on trio (a request gets a 500 with
+# the first in its log line; the lifespan stops the worker).
+ASYNCIO_ON_TRIO_ERRORS = ("no running event loop", "received unrecognized yield message")
+ASYNCIO_ON_TRIO = ("The worker stopped: code run at its startup calls asyncio (or a "
+                   "library built on it), which does not run on trio (WEBSERVER_LOOP=trio); "
+                   "use AnyIO's calls, or the loop auto, asyncio or uvloop "
+                   "(docs/engines.md, Hypercorn).")
+
+
+def asyncio_on_trio(error: BaseException | None, depth: int = 0) -> bool:
+    """Whether `error`, the groups it holds or what it was raised from or while
+    handling (Hypercorn's lifespan failure is raised while handling yours) is that."""
+    if error is None or depth > 20:
+        return False
+    if isinstance(error, BaseExceptionGroup):
+        return any(asyncio_on_trio(inner, depth + 1) for inner in error.exceptions)
+    if (isinstance(error, RuntimeError | TypeError)
+            and any(text in str(error) for text in ASYNCIO_ON_TRIO_ERRORS)):
+        return True
+    return (asyncio_on_trio(error.__cause__, depth + 1)
+            or asyncio_on_trio(error.__context__, depth + 1))
 
 
 async def nudge(address: tuple[str, int]) -> None:
