@@ -105,11 +105,20 @@ def test_sigterm_ends_streams_and_websockets(engine: str, loop: str) -> None:
 
 
 def on_trio(router: APIRouter) -> TestClient:
-    """The app with `router` added, called in-process on trio (AnyIO's trio backend)."""
+    """The app with `router` and the tutorial's timing middleware (a Starlette
+    BaseHTTPMiddleware) added, called in-process on trio (AnyIO's trio backend)."""
     from app.main import create_app
 
     app = create_app()
     app.include_router(router)
+
+    @app.middleware("http")
+    async def add_process_time_header(request, call_next):  # type: ignore[no-untyped-def]
+        started = time.perf_counter()
+        response = await call_next(request)
+        response.headers["X-Process-Time"] = str(time.perf_counter() - started)
+        return response
+
     return TestClient(app, backend="trio", raise_server_exceptions=False)
 
 
@@ -126,13 +135,30 @@ def test_a_route_calling_asyncio_gets_500_and_one_on_anyio_200() -> None:
         return {"slept": True}
 
     @router.get("/anyio")
-    async def on_anyio() -> dict[str, bool]:
-        await anyio.sleep(0.01)
+    async def on_anyio() -> dict[str, int]:
+        results: list[int] = []
+
+        async def one(value: int) -> None:
+            await anyio.sleep(0.01)
+            results.append(value)
+
+        async with anyio.create_task_group() as group:
+            for value in range(3):
+                group.start_soon(one, value)
+        results.append(await anyio.to_thread.run_sync(lambda: 3))
+        return {"done": sorted(results) == [0, 1, 2, 3]}
+
+    @router.get("/plain")
+    def plain() -> dict[str, bool]:  # run in AnyIO's threads
+        time.sleep(0.01)
         return {"slept": True}
 
     with on_trio(router) as client:
-        assert client.get("/asyncio").status_code == 500
-        assert client.get("/anyio").json() == {"slept": True}
+        failed = client.get("/asyncio")
+        answers = [client.get(path) for path in ("/anyio", "/plain")]
+    assert failed.status_code == 500
+    assert [answer.json() for answer in answers] == [{"done": True}, {"slept": True}]
+    assert all("X-Process-Time" in answer.headers for answer in (failed, *answers))
 
 
 LIFESPAN_ON_ASYNCIO = '''

@@ -1,8 +1,9 @@
-"""Hypercorn: its documented API (`hypercorn.config.Config`, `hypercorn.asyncio.serve`)
-in each worker, under the launcher's own supervisor (workers.py).
+"""Hypercorn: its documented API (`hypercorn.config.Config`, `hypercorn.asyncio.serve`,
+`hypercorn.trio.serve`) in each worker, under the launcher's own supervisor (workers.py).
 
-- Loops: asyncio and uvloop. Its trio worker is not offered yet: the template's own
-  layers (limits, metrics, the stop) run on asyncio.
+- Loops: asyncio, uvloop and trio (the only engine that runs trio). On trio, the
+  template's layers take their trio branches (docs/engines.md, "Hypercorn on trio");
+  your code must use AnyIO, not asyncio.
 - Why not its `run`: on SIGHUP it stops every worker before starting new ones, and a
   worker that fails stops the server; the supervisor starts each new worker first.
 - Workers: spawned, each on a listener of its own (SO_REUSEPORT, handed to Hypercorn
