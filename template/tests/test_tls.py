@@ -146,7 +146,8 @@ def test_http3_is_refused_without_tls_or_on_another_engine(
         engine: str, env: dict[str, str] | None, sentence: str,
         authority: dict[str, str]) -> None:
     started = subprocess.run(
-        [sys.executable, "-m", "app", "serve", "--engine", engine, "--http3"],
+        [sys.executable, "-m", "app", "serve", "--engine", engine, "--loop", loop_for(engine),
+         "--http3"],
         env={**os.environ, **(tls_env(authority) if env is None else env)},
         capture_output=True, text=True, timeout=60, check=False)
     assert started.returncode == 2, started.stderr
