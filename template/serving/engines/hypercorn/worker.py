@@ -20,7 +20,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from app.core.stopping import server_stopping
 from serving import drain
-from serving.engines.hypercorn.layers import HeadSizeLimit, HTTP2Off
+from serving.engines.hypercorn.layers import HeadSizeLimit, HTTP2Off, UnreadBody
 from serving.engines.hypercorn.options import config
 from serving.served_app import create_served_app
 from serving.settings import Settings, get_settings
@@ -63,8 +63,9 @@ def served_app(supervisor: Connection) -> ASGIApp:
     app = create_served_app()
     app = app if settings.websockets else WebSocketsOff(app)
     app = app if settings.http2 else HTTP2Off(app)
-    return Worker(HeadSizeLimit(app, max_header_size=settings.max_header_size),
-                  supervisor=supervisor, worker_max_requests=settings.worker_max_requests)
+    app = HeadSizeLimit(app, max_header_size=settings.max_header_size)
+    return Worker(UnreadBody(app), supervisor=supervisor,
+                  worker_max_requests=settings.worker_max_requests)
 
 
 def listeners(settings: Settings) -> list[socket.socket]:
