@@ -93,14 +93,7 @@ def refused_handshake(url: str, **options: object) -> httpx.Response | object:
     return refused.value.response
 
 
-# Not Hypercorn yet: a request answered before its body's end (413 past the limit, 408
-# at the body timeout) keeps its connection open on it, under this app's tutorial
-# BaseHTTPMiddleware the 413's body is never sent, and a stop then waits out the grace
-# period (docs/engines.md, "Hypercorn: known gaps").
-KEEPS_THE_USER_APPS_PROMISES = tuple(engine for engine in loops.ENGINES if engine != "hypercorn")
-
-
-@pytest.mark.parametrize("engine", KEEPS_THE_USER_APPS_PROMISES)
+@pytest.mark.parametrize("engine", loops.ENGINES)
 def test_the_user_app_keeps_every_promise(user_project: Path, engine: str,
                                           tmp_path: Path) -> None:
     interpreter, python = environment_for(DEFAULT_PYTHON, user_project / "pyproject.toml",

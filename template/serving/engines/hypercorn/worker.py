@@ -26,7 +26,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from app.core import logs
 from app.core.stopping import server_stopping
 from serving import drain
-from serving.engines.hypercorn.layers import HeadSizeLimit, HTTP2Off
+from serving.engines.hypercorn.layers import HeadSizeLimit, HTTP2Off, UnreadBody
 from serving.engines.hypercorn.options import config
 from serving.served_app import create_served_app
 from serving.settings import Settings, get_settings
@@ -64,13 +64,14 @@ class Worker:
         return reported
 
 
-def served_app(supervisor: Connection) -> ASGIApp:
+def served_app(supervisor: Connection, loop: str) -> ASGIApp:
     settings = get_settings()
     app = create_served_app()
     app = app if settings.websockets else WebSocketsOff(app)
     app = app if settings.http2 else HTTP2Off(app)
-    return Worker(HeadSizeLimit(app, max_header_size=settings.max_header_size),
-                  supervisor=supervisor, worker_max_requests=settings.worker_max_requests)
+    app = HeadSizeLimit(app, max_header_size=settings.max_header_size)
+    return Worker(UnreadBody(app, on_trio=loop == "trio"), supervisor=supervisor,
+                  worker_max_requests=settings.worker_max_requests)
 
 
 def listeners(settings: Settings) -> list[socket.socket]:
@@ -102,7 +103,7 @@ def serve(loop: str, supervisor: Connection) -> None:
     served.quic_bind = [f"fd://{s.fileno()}" for s in sockets if s.type == socket.SOCK_DGRAM]
     quic = [s.getsockname()[:2] for s in sockets if s.type == socket.SOCK_DGRAM]
     serve_on = serve_on_trio if loop == "trio" else serve_on_asyncio
-    serve_on(loop, served_app(supervisor), served, settings, quic)
+    serve_on(loop, served_app(supervisor, loop=loop), served, settings, quic)
 
 
 async def stop_in_order(settings: Settings, quic: list[tuple[str, int]],
