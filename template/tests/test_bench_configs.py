@@ -16,7 +16,7 @@ def test_loop_all_sweeps_every_installed_loop_each_engine_accepts() -> None:
     expected = {("uvicorn", "asyncio"), ("uvicorn", "uvloop"),
                 ("granian", "asyncio"), ("granian", "uvloop"), ("granian", "rloop"),
                 ("gunicorn", "asyncio"), ("gunicorn", "uvloop"),
-                ("hypercorn", "asyncio"), ("hypercorn", "uvloop")}
+                ("hypercorn", "asyncio"), ("hypercorn", "uvloop"), ("hypercorn", "trio")}
     if PYTHON >= (3, 14):  # zuvloop publishes wheels for 3.14+ only
         expected.add(("uvicorn", "zuvloop"))
     assert labels == expected
@@ -25,6 +25,11 @@ def test_loop_all_sweeps_every_installed_loop_each_engine_accepts() -> None:
 def test_a_loop_only_one_engine_runs_is_measured_on_that_engine() -> None:
     configs = configs_for(list(loops.ENGINES), ["rloop"], ["auto"], skip_refused=True)
     assert [(c.engine, c.loop) for c in configs] == [("granian", "rloop")]
+
+
+def test_trio_is_measured_on_hypercorn_alone() -> None:
+    configs = configs_for(list(loops.ENGINES), ["trio"], ["auto"], skip_refused=True)
+    assert [(c.engine, c.loop) for c in configs] == [("hypercorn", "trio")]
 
 
 def test_a_named_engine_with_a_refused_loop_is_a_sentence() -> None:
