@@ -151,7 +151,13 @@ def measure_and_report(*, route: Route, chosen: drivers.Driver, skipped: list[st
     summary = verdict.summarize(run)
     sentences, notes = verdict.verdict(summary, route, app_cost), verdict.warnings(summary)
     report.render(console, summary, chosen, app_cost, sentences, notes)
-    console.print(f"took {time.monotonic() - started:.0f} s", highlight=False)
+    took = f"took {time.monotonic() - started:.0f} s"
+    if not target:  # the estimate for the rounds this run took, to check it by
+        expected = harness.estimated_seconds(
+            len(configs), duration=len(run.rounds) * run.slice_seconds,
+            slice_seconds=run.slice_seconds, warmup=float(options["warmup"])) + APP_COST_S
+        took += f" for {len(run.rounds)} rounds (estimated for as many: about {expected:.0f} s)"
+    console.print(took, highlight=False)
     if json_file:
         json_file.write_text(json.dumps(
             report.as_json(summary, route, chosen, app_cost, sentences, notes), indent=2))

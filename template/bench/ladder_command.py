@@ -4,7 +4,8 @@ through each engine, and print each climb's table (bench/ladder_report.py).
 Served, every rung of one route on one engine is booted at once and loaded in turn in
 1 s slices (wrk's shortest), the first of each round rotating, as `bench engines` does
 (harness.py: servers pinned to the first core and the driver to the others, rounds in
-which a core was taken away set aside and run again, up to as many again). The figure
+which a core was taken away run again, up to as many again; ladder_report.py keeps
+each pair of slices in which neither core was taken away). The figure
 is the server's CPU µs per request, from /proc, which moves far less with the machine
 than requests/s does.
 """
@@ -55,8 +56,9 @@ def climb_in_process(console: Console, case: Case, duration: float) -> None:
 
 
 def climb_served(console: Console, case: Case, engine: str, driver: drivers.Driver, *,
-                 rounds: int, slice_seconds: float, warmup: float) -> int:
-    """One engine's climb; the number of requests that failed or were not 2xx."""
+                 rounds: int, slice_seconds: float, warmup: float) -> tuple[int, float]:
+    """One engine's climb: the number of requests that failed or were not 2xx, and the
+    seconds estimated for the rounds it took (to check the estimate by)."""
     names = [rung.name for rung in ladder.rungs(case)]
     reference = names.index(SAME_SETUP)
     run = harness.measure(ladder.served_configs(case, engine, names), case.route, driver,
@@ -66,17 +68,20 @@ def climb_served(console: Console, case: Case, engine: str, driver: drivers.Driv
     busy = [f"{statistics.median(values):.0%}" if (values := run.values(index, "core_busy"))
             else "n/a" for index in range(len(names))]
     label = Config(engine, loops.AUTO).label
+    kept, slices = ladder_report.slices_kept(run)
     ladder_report.print_ladder(
         console, f"{label}: server CPU µs per request on {route_text(case)}, "
-        f"{len(run.kept)} of {len(run.rounds)} rounds kept, {slice_seconds:g} s slices, "
+        f"{len(run.rounds)} rounds, {kept} of {slices} slices kept, {slice_seconds:g} s slices, "
         f"{driver.name} -c{CONNECTIONS}; medians (95 % CI)", rows, SAME_SETUP, busy)
     failed = sum(run.failed(index) for index in range(len(names)))
     if failed:
         console.print(f"[red]{failed} requests failed or were not 2xx.[/red]")
-    if not run.kept:
-        console.print("Every round was set aside: a core was taken away in each (steal time "
+    if not kept:
+        console.print("Every slice was set aside: a core was taken away in each (steal time "
                       "or other processes); nothing can be said until the machine is quieter.")
-    return failed
+    return failed, harness.estimated_seconds(
+        len(names), duration=len(run.rounds) * slice_seconds, slice_seconds=slice_seconds,
+        warmup=warmup)
 
 
 def route_text(case: Case) -> str:
@@ -97,11 +102,13 @@ def climb(cases: Sequence[Case], engines: Sequence[str], *, duration: float, rou
                   f"{', '.join(engines) or 'no engine'}; about {expected:.0f} s, up to "
                   f"{most:.0f} s when rounds are set aside", highlight=False)
     started, failed = time.monotonic(), 0
+    as_run = len(cases) * (duration + IN_PROCESS_EXTRA_S)  # the estimate for the rounds run
     for case, driver in zip(cases, chosen, strict=True):
         climb_in_process(console, case, duration)
         for engine in engines:
-            failed += climb_served(console, case, engine, driver, rounds=rounds,
-                                   slice_seconds=slice_seconds, warmup=warmup)
-    console.print(f"took {time.monotonic() - started:.0f} s (announced about {expected:.0f} s)",
-                  highlight=False)
+            failures, seconds = climb_served(console, case, engine, driver, rounds=rounds,
+                                             slice_seconds=slice_seconds, warmup=warmup)
+            failed, as_run = failed + failures, as_run + seconds
+    console.print(f"took {time.monotonic() - started:.0f} s (announced about {expected:.0f} s; "
+                  f"estimated for the rounds run: about {as_run:.0f} s)", highlight=False)
     return 1 if failed else 0

@@ -1,7 +1,8 @@
 """The ladder's figures and its tables (bench/ladder.py says what the rungs are).
 
 Every figure comes from the same rounds: in a round each rung had one slice, the
-first rung of the round rotating. For each rung:
+first rung of the round rotating. Served, a slice whose core was taken away is left
+out, and with it every pair it is part of. For each rung:
 
 - its CPU µs per request: the median of its slices, with the 95 % interval;
 - against bare FastAPI set up the same way: the median of the per-round ratios of its
@@ -52,9 +53,17 @@ def figures(names: Sequence[str], rounds: Sequence[Sequence[float | None]],
 
 
 def served_rounds(run: Run) -> list[list[float | None]]:
-    """The server CPU µs per request of each rung, per kept round."""
-    return [[kept.slices[index].cpu_us_per_request for index in range(len(run.configs))]
-            for kept in run.kept]
+    """The server CPU µs per request of each rung, per round; None for a slice set
+    aside (its server's or its driver's core was taken away). A round of 14 rungs
+    lasts 14 s: on a shared machine few are whole, so a pair of rungs is compared in
+    every round where both its slices were kept, not only in whole rounds."""
+    return [[None if (taken := this.slices[index]).set_aside else taken.cpu_us_per_request
+             for index in range(len(run.configs))] for this in run.rounds]
+
+
+def slices_kept(run: Run) -> tuple[int, int]:
+    every = [piece for this in run.rounds for piece in this.slices.values()]
+    return sum(1 for piece in every if not piece.set_aside), len(every)
 
 
 def table(title: str, rows: list[RungFigures], reference: str,
