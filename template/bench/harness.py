@@ -174,10 +174,12 @@ def load_slice(driver: drivers.Driver, url: str, pid: int | None, route: Route,
 def measure(configs: list[Config], route: Route, driver: drivers.Driver, *, connections: int,
             duration: float, slice_length: float | None, warmup: float,
             reference: int = 0, threshold: float | None = None,
-            calibrated: Callable[[float], None] | None = None) -> Run:
+            calibrated: Callable[[float], None] | None = None,
+            enough: Callable[[Run, int], bool] | None = None) -> Run:
     """Every configuration booted at once, loaded in rotating rounds of short slices,
     until `duration` seconds of kept slices each (or twice as many rounds were run).
-    `calibrated` is told the slice length once the warm-up has set it."""
+    `calibrated` is told the slice length once the warm-up has set it; `enough(run,
+    wanted)` says when the rounds suffice (default: `wanted` rounds kept whole)."""
     server_cores, driver_cores = cores()
     with contextlib.ExitStack() as stack:
         servers = [stack.enter_context(booted(c, server_cores)) for c in configs]
@@ -190,7 +192,8 @@ def measure(configs: list[Config], route: Route, driver: drivers.Driver, *, conn
         if threshold is not None:
             run.threshold = threshold
         wanted = max(1, round(duration / length))
-        while len(run.kept) < wanted and len(run.rounds) < 2 * wanted:
+        enough = enough or (lambda done, count: len(done.kept) >= count)
+        while not enough(run, wanted) and len(run.rounds) < 2 * wanted:
             # A round set aside is run again in the same order, so the kept rounds give
             # each configuration each place equally (the first slice of a round differs).
             turn = len(run.kept) % len(configs)

@@ -3,16 +3,16 @@ through each engine, and print each climb's table (bench/ladder_report.py).
 
 Served, every rung of one route on one engine is booted at once and loaded in turn in
 1 s slices (wrk's shortest), the first of each round rotating, as `bench engines` does
-(harness.py: servers pinned to the first core and the driver to the others, rounds in
-which a core was taken away run again, up to as many again; ladder_report.py keeps
-each pair of slices in which neither core was taken away). The figure
+(harness.py: servers pinned to the first core and the driver to the others). A slice
+in which a core was taken away is left out with the pairs it belongs to, and rounds go
+on until each rung has `--rounds` pairs with the baseline and with the rung below, or
+twice as many rounds were run (ladder_report.py). The figure
 is the server's CPU µs per request, from /proc, which moves far less with the machine
 than requests/s does.
 """
 
 from __future__ import annotations
 
-import statistics
 import time
 from collections.abc import Sequence
 
@@ -63,10 +63,10 @@ def climb_served(console: Console, case: Case, engine: str, driver: drivers.Driv
     reference = names.index(SAME_SETUP)
     run = harness.measure(ladder.served_configs(case, engine, names), case.route, driver,
                           connections=CONNECTIONS, duration=rounds * slice_seconds,
-                          slice_length=slice_seconds, warmup=warmup, reference=reference)
+                          slice_length=slice_seconds, warmup=warmup, reference=reference,
+                          enough=ladder_report.pairs_suffice)
     rows = ladder_report.figures(names, ladder_report.served_rounds(run), reference)
-    busy = [f"{statistics.median(values):.0%}" if (values := run.values(index, "core_busy"))
-            else "n/a" for index in range(len(names))]
+    busy = [ladder_report.core_busy(run, index) for index in range(len(names))]
     label = Config(engine, loops.AUTO).label
     kept, slices = ladder_report.slices_kept(run)
     ladder_report.print_ladder(

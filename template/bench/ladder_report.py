@@ -16,6 +16,7 @@ per-round ratios and differences do not, as a slow spell falls on both sides.
 
 from __future__ import annotations
 
+import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -59,6 +60,26 @@ def served_rounds(run: Run) -> list[list[float | None]]:
     every round where both its slices were kept, not only in whole rounds."""
     return [[None if (taken := this.slices[index]).set_aside else taken.cpu_us_per_request
              for index in range(len(run.configs))] for this in run.rounds]
+
+
+def pairs_suffice(run: Run, wanted: int) -> bool:
+    """Whether each rung has `wanted` rounds in which its slice and the baseline's were
+    both kept, and as many with the rung below: the ladder's rule to stop."""
+    rounds = served_rounds(run)
+    for index in range(len(run.configs)):
+        for other in {run.reference, max(0, index - 1)} - {index}:
+            both = sum(1 for values in rounds
+                       if values[index] is not None and values[other] is not None)
+            if both < wanted:
+                return False
+    return bool(rounds)
+
+
+def core_busy(run: Run, index: int) -> str:
+    """The median share of its core a rung's server kept busy, over its kept slices."""
+    busy = [value for this in run.rounds if not (taken := this.slices[index]).set_aside
+            and (value := taken.core_busy) is not None]
+    return f"{statistics.median(busy):.0%}" if busy else "n/a"
 
 
 def slices_kept(run: Run) -> tuple[int, int]:

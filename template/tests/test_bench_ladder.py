@@ -19,7 +19,7 @@ from typer.testing import CliRunner
 from app import custom
 from app.cli import cli
 from app.core import loops
-from bench import app_overhead, harness, ladder, user_like
+from bench import app_overhead, harness, ladder, ladder_report, user_like
 from bench.route import Route
 from serving.settings import get_settings
 
@@ -132,3 +132,14 @@ def test_bench_app_ladder_refuses_with_a_sentence(args: list[str], sentence: str
     result = CliRunner().invoke(cli, ["bench", "app", "--ladder", *args])
     assert result.exit_code == 2
     assert "Cannot bench:" in result.stderr and sentence in result.stderr
+
+
+def test_each_pair_of_rungs_is_compared_in_the_rounds_where_both_were_kept() -> None:
+    # Three rungs, the middle one the baseline; None: a slice set aside.
+    rounds = [[10.0, 20.0, 30.0], [None, 22.0, 33.0], [12.0, None, 36.0]]
+    low, base, top = ladder_report.figures(["low", "base", "top"], rounds, reference=1)
+    assert top.ratio is not None and (top.ratio.median, top.ratio.n) == (1.5, 2)
+    assert top.step is not None and (top.step.median, top.step.n) == (10.5, 2)
+    assert base.step is not None and (base.step.median, base.step.n) == (10.0, 1)
+    assert low.ratio is not None and (low.ratio.median, low.ratio.n) == (0.5, 1)
+    assert low.cost is not None and (low.cost.median, low.cost.n) == (11.0, 2)
