@@ -129,8 +129,8 @@ def measure_and_report(*, route: Route, chosen: drivers.Driver, skipped: list[st
                 len(configs), duration=float(options["duration"]) * rounds,
                 slice_seconds=length, warmup=float(options["warmup"])) + APP_COST_S
                 for rounds in (1, 2)]  # up to twice the rounds when some are set aside
-            console.print(f"{prefix}about {seconds[0]:.0f} s in all, up to {seconds[1]:.0f} s "
-                          "when rounds are set aside", highlight=False)
+            console.print(f"{prefix}about {seconds[0]:.0f} s in all (about {seconds[1]:.0f} s "
+                          "if every round is set aside and run again)", highlight=False)
 
         def calibrated(length: float) -> None:
             if length != assumed:
@@ -213,6 +213,9 @@ def bench_app(
             Case(Route("/health/")), Case(user_like.ROUTE, user_like=True)]
         for case in cases:
             case.route.path  # noqa: B018 - refuse a bad template before measuring
+        if engine and not ladder:
+            raise ValueError("--engine chooses the engines of --ladder; add --ladder, or "
+                             "use `bench engines` to compare engines.")
         engines = ladder_engines(engine)
         code = 0
         if ladder:

@@ -99,8 +99,8 @@ def climb(cases: Sequence[Case], engines: Sequence[str], *, duration: float, rou
                               slice_seconds=slice_seconds, warmup=warmup)
     console.print(f"ladder: {' and '.join(route_text(case) for case in cases)}; "
                   f"{'/'.join(str(count) for count in counts)} rungs, in-process and on "
-                  f"{', '.join(engines) or 'no engine'}; about {expected:.0f} s, up to "
-                  f"{most:.0f} s when rounds are set aside", highlight=False)
+                  f"{', '.join(engines) or 'no engine'}; about {expected:.0f} s (about "
+                  f"{most:.0f} s if every slice is set aside and run again)", highlight=False)
     started, failed = time.monotonic(), 0
     as_run = len(cases) * (duration + IN_PROCESS_EXTRA_S)  # the estimate for the rounds run
     for case, driver in zip(cases, chosen, strict=True):

@@ -8,8 +8,10 @@ this module replaces that function before any engine module is imported, and the
 then runs behind the same engine, settings and per-worker wrappers as the app does.
 
 The replacement happens when this module is imported, not only when it runs as the
-main module: Hypercorn's workers are spawned, and a spawned process imports the
-parent's main module (as `__mp_main__`) before it unpickles its target. The rung
+main module: uvicorn's and Hypercorn's workers are spawned (uvicorn's supervisor runs
+even one worker so), and a spawned process imports the parent's main module (as
+`__mp_main__`) before it unpickles its target; made only under `__main__`, the
+replacement reached neither (tests/test_bench_ladder.py went red on both). The rung
 comes from the environment (RUNG_ENV), which every worker inherits.
 """
 

@@ -134,6 +134,12 @@ def test_bench_app_ladder_refuses_with_a_sentence(args: list[str], sentence: str
     assert "Cannot bench:" in result.stderr and sentence in result.stderr
 
 
+def test_bench_app_refuses_engines_without_the_ladder() -> None:
+    result = CliRunner().invoke(cli, ["bench", "app", "--engine", "granian"])
+    assert result.exit_code == 2
+    assert "--engine chooses the engines of --ladder" in result.stderr
+
+
 def test_each_pair_of_rungs_is_compared_in_the_rounds_where_both_were_kept() -> None:
     # Three rungs, the middle one the baseline; None: a slice set aside.
     rounds = [[10.0, 20.0, 30.0], [None, 22.0, 33.0], [12.0, None, 36.0]]
