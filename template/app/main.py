@@ -38,6 +38,13 @@ NO_TELEMETRY = ({"telemetry": {"tracing": False, "metrics": False, "logs": False
                 if "telemetry" in inspect.signature(FastAPI.__init__).parameters else {})
 
 
+def fastapi_options() -> dict[str, object]:
+    """The FastAPI options the app is built with, beyond its title, lifespan and
+    middleware. `bench app` sets its bare FastAPI up with the same, to compare like
+    with like (docs/benchmarks.md)."""
+    return {**({} if get_settings().api_docs else NO_DOCS), **NO_TELEMETRY}
+
+
 def observability_layers() -> tuple[type, ...]:
     """Outermost first: the metrics (WEBSERVER_METRICS), which count and time all the
     rest, then the request's span when OpenTelemetry traces are on (docs/observability.md)."""
@@ -84,7 +91,7 @@ def create_app(middleware: Sequence[object] | None = None,
     # Header-only middleware next to each other run as one layer (start_headers.py).
     app = FastAPI(title=PROJECT_NAME, lifespan=getattr(custom, "lifespan", None),
                   middleware=[as_middleware(layer) for layer in fused(layers)],
-                  **({} if settings.api_docs else NO_DOCS), **NO_TELEMETRY)
+                  **fastapi_options())
     # Every router included the FastAPI way, the template's as yours: dependencies,
     # responses, OpenAPI and body limits behave as FastAPI documents them
     # (tests/test_routing.py compares the app with a plain FastAPI one).

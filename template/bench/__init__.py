@@ -17,4 +17,7 @@ verdict.py    what a run says, in sentences
 report.py     the table, the warnings and the JSON
 app_cost.py   the route's own cost, calling the ASGI app in-process (no sockets)
 app_overhead.py, user_like.py   `bench app`: this app's layers against bare FastAPI
+ladder.py     `bench app --ladder`: the rungs, from raw ASGI to the app as served
+ladder_serve.py   the launcher serving one rung (python -m bench.ladder_serve serve ...)
+ladder_command.py, ladder_report.py   the climbs, in-process and per engine; their tables
 """

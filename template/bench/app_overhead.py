@@ -1,9 +1,13 @@
 """`bench app`: what the project's layers cost over bare FastAPI, in-process.
 
 A route is called in-process (app_cost.py: no sockets, no server) through a bare
-FastAPI app that includes only the router holding it, the FastAPI way; through the
-project's app without middleware; with each of its middleware alone; with the whole
-stack; and with the layers the launcher puts in front (probes, proxy headers).
+FastAPI app set up as this app is (the same FastAPI options, app.main.fastapi_options:
+the documentation routes and FastAPI's own telemetry off) that includes only the router
+holding it, the FastAPI way: the baseline every ratio is to. `FastAPI()` with its
+defaults and the same router is a second reference, not the goal: its defaults cost
+more than the options this app turns off. Then the project's app without middleware;
+with each of its middleware alone; with the whole stack; and with the layers the
+launcher puts in front (probes, proxy headers).
 
 The variants take turns in short slices (a few hundred requests each, ~15 ms), the
 first of each round rotating, for the whole duration. A slow spell of the machine
@@ -32,7 +36,8 @@ from starlette.routing import Match
 from bench.app_cost import SLICE_BATCHES, cpu_per_request, request_scope, warm_up
 from bench.route import Route, RouteError
 
-BARE = "bare FastAPI, this router only"
+BARE = "bare FastAPI, same setup, this router only"
+BARE_DEFAULTS = "FastAPI() defaults, this router only"
 NO_MIDDLEWARE = "this app, no middleware"
 ALL_MIDDLEWARE = "this app, all middleware"
 
@@ -65,8 +70,7 @@ def owning_router(routers: Sequence[APIRouter], route: Route) -> APIRouter:
 
 def variants(route: Route, extra_routers: Sequence[APIRouter] = ()) -> list[Variant]:
     """`extra_routers` are included after the app's own, as routers of app/routes/ are."""
-    from app.core.metrics import MULTIPROC_ENV, server_metrics
-    from app.main import create_app, observability_layers, routers
+    from app.main import create_app, fastapi_options, observability_layers, routers
     from app.middleware import MIDDLEWARE
     from app.routes import discovered_routers
     from serving.served_app import create_served_app
@@ -76,20 +80,13 @@ def variants(route: Route, extra_routers: Sequence[APIRouter] = ()) -> list[Vari
     def app(middleware: Sequence[type] | None = None) -> FastAPI:
         return create_app(middleware=middleware, user_routers=user_routers)
 
-    # The metrics as served: written to prometheus-client's multiprocess files (their
-    # writes cost twice an in-memory one), in a directory of this run, which the files
-    # name for as long as the process runs.
-    if MULTIPROC_ENV not in os.environ:
-        directory = tempfile.mkdtemp(prefix="bench-app-metrics-")
-        atexit.register(shutil.rmtree, directory, ignore_errors=True)
-        os.environ[MULTIPROC_ENV] = directory
-    server_metrics()  # made now, in the files (the layers are built at the first call)
-    bare = FastAPI()
-    bare.include_router(owning_router([*routers(), *extra_routers], route))
+    use_multiprocess_metrics()
+    owner = owning_router([*routers(), *extra_routers], route)
     served = app()
     # The metrics and traces (when on) measured alone too, as the other layers are.
     return [
-        Variant(BARE, bare),
+        Variant(BARE, bare_fastapi(owner, fastapi_options())),
+        Variant(BARE_DEFAULTS, bare_fastapi(owner, {})),
         Variant(NO_MIDDLEWARE, app(middleware=())),
         *(Variant(f"this app + {layer.__name__} only", app(middleware=(layer,)))
           for layer in (*observability_layers(), *MIDDLEWARE)),
@@ -97,12 +94,38 @@ def variants(route: Route, extra_routers: Sequence[APIRouter] = ()) -> list[Vari
         Variant("as served (+ probes, proxy headers)", create_served_app(served)),
     ]
 
+
+def bare_fastapi(router: APIRouter, options: dict[str, object]) -> FastAPI:
+    """FastAPI with `options`, including one router the FastAPI way, as create_app does."""
+    bare = FastAPI(**options)  # type: ignore[arg-type]
+    bare.include_router(router)
+    return bare
+
+
+def use_multiprocess_metrics() -> None:
+    """The metrics as served: written to prometheus-client's multiprocess files (their
+    writes cost twice an in-memory one), in a directory of this run, which the files
+    name for as long as the process runs."""
+    from app.core.metrics import MULTIPROC_ENV, server_metrics
+
+    if MULTIPROC_ENV not in os.environ:
+        directory = tempfile.mkdtemp(prefix="bench-app-metrics-")
+        atexit.register(shutil.rmtree, directory, ignore_errors=True)
+        os.environ[MULTIPROC_ENV] = directory
+    server_metrics()  # made now, in the files (the layers are built at the first call)
+
+
 def measure(route: Route, duration: float,
             extra_routers: Sequence[APIRouter] = ()) -> list[Variant]:
     """Each variant's CPU per request, slice by slice, round by round."""
-    measured = variants(route, extra_routers)
+    return rotate(variants(route, extra_routers), route, duration)
 
-    async def rotate() -> None:
+
+def rotate(measured: list[Variant], route: Route, duration: float) -> list[Variant]:
+    """The variants in turn, a slice each per round, the first of each round rotating,
+    until `duration` seconds have passed (one round at least)."""
+
+    async def turns() -> None:
         for variant in measured:
             await warm_up(variant.app, route)
         wall_end, turn = time.perf_counter() + duration, 0
@@ -113,5 +136,5 @@ def measure(route: Route, duration: float,
                     await cpu_per_request(variant.app, route, SLICE_BATCHES))
             turn += 1
 
-    asyncio.run(rotate())
+    asyncio.run(turns())
     return measured

@@ -6,6 +6,7 @@ import contextlib
 import json
 import signal
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -18,6 +19,9 @@ from bench.route import Route, RouteError, parse_pairs
 
 # Counted seconds of load per configuration (docs/benchmarks.md: repeatability).
 DURATION = 30.0
+# The route called in-process after the servers stop (app_cost.py: 1 s, imports and
+# warm-up included), measured here at 1.5-2 s.
+APP_COST_S = 2.0
 # Click's plain help, as the project's command line (app/cli.py) gives it.
 bench = typer.Typer(help="Measure the engines on a route of this app.", no_args_is_help=True,
                     rich_markup_mode=None)
@@ -113,18 +117,30 @@ def measure_and_report(*, route: Route, chosen: drivers.Driver, skipped: list[st
     console.print(f"driver: {chosen.name}" + (f" ({chosen.note})" if chosen.note else "")
                   + (f"; passed over: {'; '.join(skipped)}" if skipped else ""), highlight=False)
     app_cost = None
+    started = time.monotonic()
     if target:
         run = harness.measure_target(target, route, chosen, **options)
     else:
         reference = reference_of(configs)
-        seconds = len(configs) * (float(options["warmup"]) + float(options["duration"]) * 1.1)
-        console.print(
-            (f"reference: {configs[reference].label}{reference_note(configs[reference])}; "
-             if len(configs) > 1 else "") + f"about {seconds:.0f}"
-            " s, longer when rounds are set aside", highlight=False)
+        assumed = harness.slice_seconds(chosen, options["slice_length"], [])  # type: ignore[arg-type]
+
+        def announce(length: float, prefix: str) -> None:
+            seconds = [harness.estimated_seconds(
+                len(configs), duration=float(options["duration"]) * rounds,
+                slice_seconds=length, warmup=float(options["warmup"])) + APP_COST_S
+                for rounds in (1, 2)]  # up to twice the rounds when some are set aside
+            console.print(f"{prefix}about {seconds[0]:.0f} s in all (about {seconds[1]:.0f} s "
+                          "if every round is set aside and run again)", highlight=False)
+
+        def calibrated(length: float) -> None:
+            if length != assumed:
+                announce(length, f"slices of {length:g} s (from the warm-up): ")
+
+        announce(assumed, f"reference: {configs[reference].label}"
+                 f"{reference_note(configs[reference])}; " if len(configs) > 1 else "")
         try:
             run = harness.measure(configs, route, chosen, **options, reference=reference,
-                                  threshold=threshold / 100)
+                                  threshold=threshold / 100, calibrated=calibrated)
         except (RuntimeError, drivers.DriverError) as error:  # a server that did not start
             typer.echo(f"Cannot bench: {error}", err=True)
             raise typer.Exit(2) from None
@@ -135,6 +151,13 @@ def measure_and_report(*, route: Route, chosen: drivers.Driver, skipped: list[st
     summary = verdict.summarize(run)
     sentences, notes = verdict.verdict(summary, route, app_cost), verdict.warnings(summary)
     report.render(console, summary, chosen, app_cost, sentences, notes)
+    took = f"took {time.monotonic() - started:.0f} s"
+    if not target:  # the estimate for the rounds this run took, to check it by
+        expected = harness.estimated_seconds(
+            len(configs), duration=len(run.rounds) * run.slice_seconds,
+            slice_seconds=run.slice_seconds, warmup=float(options["warmup"])) + APP_COST_S
+        took += f" for {len(run.rounds)} rounds (estimated for as many: about {expected:.0f} s)"
+    console.print(took, highlight=False)
     if json_file:
         json_file.write_text(json.dumps(
             report.as_json(summary, route, chosen, app_cost, sentences, notes), indent=2))
@@ -165,23 +188,59 @@ def bench_app(
         None, help="A GET route of this app; default: /health/ and a user-like route."),
     path_param: list[str] = typer.Option([], help="NAME=VALUE for a {NAME} in --path."),
     header: list[str] = typer.Option([], help="'Name: value' (repeatable)."),
-    duration: float = typer.Option(10.0, min=0.1, help="Seconds per route, variants in turn."),
+    duration: float = typer.Option(10.0, min=0.1, help="Seconds per route in-process, "
+                                   "variants in turn."),
+    ladder: bool = typer.Option(False, "--ladder", help="Rung by rung, from raw ASGI to the "
+                                "app as served, in-process and through each engine."),
+    engine: list[str] = typer.Option(
+        [], help="With --ladder: engine to climb on (repeatable; default all; 'none': "
+        "in-process only)."),
+    rounds: int = typer.Option(6, min=1, help="With --ladder: rounds of 1 s slices per "
+                               "engine (each rung one slice a round)."),
+    warmup: float = typer.Option(1.0, min=0, help="With --ladder: seconds of load on each "
+                                 "served rung before counting."),
 ) -> None:
-    """What this app's layers cost over bare FastAPI, in-process: on /health/ and on a
-    route shaped like yours (a router in app/routes/, a path parameter, a dependency)."""
-    from bench import app_overhead, user_like
+    """What this app's layers cost over bare FastAPI set up as this app is, in-process:
+    on /health/ and on a route shaped like yours (a router in app/routes/, a path
+    parameter, a dependency). With --ladder, one layer at a time, also through each
+    engine."""
+    from bench import app_overhead, ladder_command, user_like
+    from bench.ladder import Case
 
     try:
-        cases = [(Route(path, dict(parse_pairs(path_param, "=", "--path-param")), "GET",
-                        tuple(parse_pairs(header, ":", "--header"))), ())] if path else [
-            (Route("/health/"), ()), (user_like.ROUTE, (user_like.router,))]
-        for route, _ in cases:
-            route.path  # noqa: B018 - refuse a bad template before measuring
-        for route, extra_routers in cases:
-            print_overhead(route, app_overhead.measure(route, duration, extra_routers))
-    except (RouteError, ValueError) as error:
+        cases = [Case(Route(path, dict(parse_pairs(path_param, "=", "--path-param")), "GET",
+                            tuple(parse_pairs(header, ":", "--header"))))] if path else [
+            Case(Route("/health/")), Case(user_like.ROUTE, user_like=True)]
+        for case in cases:
+            case.route.path  # noqa: B018 - refuse a bad template before measuring
+        if engine and not ladder:
+            raise ValueError("--engine chooses the engines of --ladder; add --ladder, or "
+                             "use `bench engines` to compare engines.")
+        engines = ladder_engines(engine)
+        code = 0
+        if ladder:
+            with sigterm_unwinds():
+                code = ladder_command.climb(cases, engines, duration=duration, rounds=rounds,
+                                            warmup=warmup)
+        else:
+            for case in cases:
+                print_overhead(case.route,
+                               app_overhead.measure(case.route, duration, case.extra_routers()))
+    # RuntimeError: a rung's server that did not start.
+    except (RouteError, ValueError, drivers.DriverError, RuntimeError) as error:
         typer.echo(f"Cannot bench: {error}", err=True)
         raise typer.Exit(2) from None
+    raise typer.Exit(code)
+
+
+def ladder_engines(asked: list[str]) -> list[str]:
+    if asked == ["none"]:
+        return []
+    unknown = [name for name in asked if name not in loops.ENGINES]
+    if unknown:
+        raise ValueError(f"unknown engine {unknown[0]!r}: choose from "
+                         f"{', '.join(loops.ENGINES)}, or none.")
+    return asked or list(loops.ENGINES)
 
 
 def print_overhead(route: Route, measured: list) -> None:
@@ -193,7 +252,7 @@ def print_overhead(route: Route, measured: list) -> None:
     bare, rounds = measured[0], len(measured[0].slices_us)
     table = Table(title=f"In-process CPU per request on {route.method} {route.path_template} "
                         f"({rounds} rounds, medians)")
-    for column in ("variant", "µs CPU/request", "vs bare FastAPI"):
+    for column in ("variant", "µs CPU/request", "vs bare FastAPI, same setup"):
         table.add_column(column)
     for variant in measured:
         table.add_row(variant.name, f"{variant.cost_us:.1f}", f"{variant.ratio_to(bare):.3f}x")

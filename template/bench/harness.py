@@ -21,12 +21,29 @@ import sys
 import tempfile
 import time
 import urllib.request
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from bench import drivers, machine
 from bench.model import Config, Round, Run, Slice
 from bench.route import Route
+
+# What a run adds to its counted load, measured on the 2-core development machine
+# (docs/benchmarks.md): a server booted through the launcher until it answers (1.0-1.8 s
+# by engine), and stopped (0.5-1.6 s); starting the driver and reading /proc around
+# each slice (0.02-0.1 s).
+BOOT_S = 1.5
+STOP_S = 1.0
+SLICE_EXTRA_S = 0.05
+
+
+def estimated_seconds(servers: int, *, duration: float, slice_seconds: float,
+                      warmup: float) -> float:
+    """How long `measure` takes when no round is set aside."""
+    rounds = max(1, round(duration / slice_seconds))
+    per_server = (BOOT_S + STOP_S + (warmup + SLICE_EXTRA_S if warmup else 0)
+                  + rounds * (slice_seconds + SLICE_EXTRA_S))
+    return servers * per_server
 
 
 def cores() -> tuple[set[int] | None, set[int] | None]:
@@ -52,10 +69,11 @@ def _free_ports(count: int) -> list[int]:
         return ports
 
 
-def answers(url: str) -> bool:
+def answers(url: str, headers: tuple[tuple[str, str], ...] = ()) -> bool:
     # urllib, not httpx: `bench engines` runs from a production install too.
     try:
-        with urllib.request.urlopen(url, timeout=1) as response:
+        request = urllib.request.Request(url, headers=dict(headers))
+        with urllib.request.urlopen(request, timeout=1) as response:
             return response.status == 200
     except OSError:
         return False
@@ -65,11 +83,12 @@ def answers(url: str) -> bool:
 def booted(config: Config, server_cores: set[int] | None) -> Iterator[tuple[str, int]]:
     """The project's own launcher on a free port; yields (base URL, pid)."""
     port, metrics_port = _free_ports(2)
+    launch = config.launch()
     env = {**os.environ, "WEBSERVER_RELOAD": "false", "WEBSERVER_WORKERS": str(config.workers),
            "WEBSERVER_HTTP2": "false", "WEBSERVER_LOG_LEVEL": "warning",
            # Servers are up together: each its own metrics listener (docs/observability.md).
-           "WEBSERVER_METRICS_PORT": str(metrics_port)}
-    argv = [sys.executable, "-m", "app", "serve", "--engine", config.engine, "--loop",
+           "WEBSERVER_METRICS_PORT": str(metrics_port), **dict(launch.env)}
+    argv = [sys.executable, "-m", launch.module, "serve", "--engine", config.engine, "--loop",
             config.loop, "--http", config.http, "--host", "127.0.0.1", "--port", str(port)]
     process = subprocess.Popen(argv, env=env, stdout=subprocess.DEVNULL,
                                stderr=subprocess.PIPE, preexec_fn=_pinned(server_cores))
@@ -80,7 +99,7 @@ def booted(config: Config, server_cores: set[int] | None) -> Iterator[tuple[str,
             if process.poll() is not None:
                 raise RuntimeError(f"{config.label} did not start: "
                                    f"{process.stderr.read().decode()[-1000:]}")  # type: ignore[union-attr]
-            if answers(f"{url}/health/"):
+            if answers(url + launch.ready.path, launch.ready.headers):
                 break
             if time.monotonic() > deadline:
                 raise RuntimeError(f"{config.label} did not answer within 30 s")
@@ -154,20 +173,27 @@ def load_slice(driver: drivers.Driver, url: str, pid: int | None, route: Route,
 
 def measure(configs: list[Config], route: Route, driver: drivers.Driver, *, connections: int,
             duration: float, slice_length: float | None, warmup: float,
-            reference: int = 0, threshold: float | None = None) -> Run:
+            reference: int = 0, threshold: float | None = None,
+            calibrated: Callable[[float], None] | None = None,
+            enough: Callable[[Run, int], bool] | None = None) -> Run:
     """Every configuration booted at once, loaded in rotating rounds of short slices,
-    until `duration` seconds of kept slices each (or twice as many rounds were run)."""
+    until `duration` seconds of kept slices each (or twice as many rounds were run).
+    `calibrated` is told the slice length once the warm-up has set it; `enough(run,
+    wanted)` says when the rounds suffice (default: `wanted` rounds kept whole)."""
     server_cores, driver_cores = cores()
     with contextlib.ExitStack() as stack:
         servers = [stack.enter_context(booted(c, server_cores)) for c in configs]
         warm = [load_slice(driver, url, pid, route, connections, warmup, server_cores,
                            driver_cores) for url, pid in servers] if warmup else []
         length = slice_seconds(driver, slice_length, warm)
+        if calibrated:
+            calibrated(length)
         run = Run(configs, reference, length, duration)
         if threshold is not None:
             run.threshold = threshold
         wanted = max(1, round(duration / length))
-        while len(run.kept) < wanted and len(run.rounds) < 2 * wanted:
+        enough = enough or (lambda done, count: len(done.kept) >= count)
+        while not enough(run, wanted) and len(run.rounds) < 2 * wanted:
             # A round set aside is run again in the same order, so the kept rounds give
             # each configuration each place equally (the first slice of a round differs).
             turn = len(run.kept) % len(configs)

@@ -20,9 +20,20 @@ from dataclasses import dataclass, field
 from app.core import loops
 from bench import drivers, stats
 from bench.machine import Shares
+from bench.route import Route
 
 SATURATED = 0.85  # share of the server's core below which rates are only a floor
 FIGURES = ("requests_per_second", "cpu_us_per_request")
+
+
+@dataclass(frozen=True)
+class Launch:
+    """How the harness starts a server: `python -m <module> serve ...` with `env` added,
+    ready once `ready` answers 200."""
+
+    module: str = "app"
+    env: tuple[tuple[str, str], ...] = ()
+    ready: Route = field(default_factory=Route)  # /health/
 
 
 @dataclass(frozen=True)
@@ -40,6 +51,10 @@ class Config:
         parser = loops.resolve_http(self.engine, self.http)
         workers = f" / {self.workers} workers" if self.workers > 1 else ""
         return f"{self.engine} / {loops.resolve(self.engine, self.loop)} / {parser}{workers}"
+
+    def launch(self) -> Launch:
+        """The project's own launcher serving the project's app."""
+        return Launch()
 
 
 @dataclass
@@ -107,15 +122,20 @@ class Run:
         """A configuration's figure, one value per kept round."""
         return [v for r in self.kept if (v := r.slices[index].figure(figure)) is not None]
 
-    def ratios(self, index: int, figure: str) -> list[float]:
-        """A configuration's figure over the reference's, one ratio per kept round."""
-        ratios = []
+    def pairs(self, index: int, figure: str) -> list[tuple[float, float]]:
+        """(this configuration's figure, the reference's) in each kept round that has
+        both: the rounds every comparison with the reference is made from."""
+        pairs = []
         for r in self.kept:
             mine = r.slices[index].figure(figure)
             theirs = r.slices[self.reference].figure(figure)
             if mine is not None and theirs:
-                ratios.append(mine / theirs)
-        return ratios
+                pairs.append((mine, theirs))
+        return pairs
+
+    def ratios(self, index: int, figure: str) -> list[float]:
+        """A configuration's figure over the reference's, one ratio per kept round."""
+        return [mine / theirs for mine, theirs in self.pairs(index, figure)]
 
     def failed(self, index: int) -> int:
         return sum(r.slices[index].load.failed + r.slices[index].load.non_2xx

@@ -12,13 +12,15 @@ from bench.stats import Estimate
 from bench.verdict import Summary
 
 
-def _estimate(estimate: Estimate | None, fmt: str, suffix: str = "") -> str:
+def estimate_text(estimate: Estimate | None, fmt: str, suffix: str = "") -> str:
+    """'1.07x (1.06-1.08)'; signed figures '+2.1 (+1.2 to +3.4)'."""
     if estimate is None:
         return "n/a"
     if estimate.n < stats.MIN_ROUNDS:  # too few rounds for an interval worth printing
         return f"{format(estimate.median, fmt)}{suffix} ({estimate.n} rounds)"
     low, high = format(estimate.low, fmt), format(estimate.high, fmt)
-    return f"{format(estimate.median, fmt)}{suffix} ({low}-{high})"
+    between = " to " if fmt.startswith("+") else "-"
+    return f"{format(estimate.median, fmt)}{suffix} ({low}{between}{high})"
 
 
 def _median(summary: Summary, index: int, figure: str, fmt: str) -> str:
@@ -40,11 +42,11 @@ def table(summary: Summary, driver: drivers.Driver) -> Table:
         versus = compared.get(index)
         reference = "reference" if len(run.configs) > 1 else ""
         out.add_row(
-            config.label, _estimate(own["requests_per_second"], ",.0f"),
-            _estimate(versus.estimates["requests_per_second"], ".2f", "x") if versus
+            config.label, estimate_text(own["requests_per_second"], ",.0f"),
+            estimate_text(versus.estimates["requests_per_second"], ".2f", "x") if versus
             else reference,
-            _estimate(own["cpu_us_per_request"], ".1f"),
-            _estimate(versus.estimates["cpu_us_per_request"], ".2f", "x") if versus
+            estimate_text(own["cpu_us_per_request"], ".1f"),
+            estimate_text(versus.estimates["cpu_us_per_request"], ".2f", "x") if versus
             else reference,
             f"{_median(summary, index, 'p50_ms', '.2f')} / "
             f"{_median(summary, index, 'p99_ms', '.2f')}",
@@ -72,6 +74,9 @@ def as_json(summary: Summary, route: Route, driver: drivers.Driver,
                 f: {**(e.as_dict() if (e := versus.estimates[f]) else {}),
                     "call": versus.calls[f].value, "ratios": versus.ratios[f]}
                 for f in versus.estimates},
+            # Each side's median CPU µs per request over the rounds of the ratios above:
+            # the µs a CPU ratio is read in.
+            "cpu_us_same_rounds": None if versus is None else versus.cpu_us,
         }
 
     return {

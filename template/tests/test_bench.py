@@ -210,7 +210,9 @@ def test_bench_app_compares_the_app_with_bare_fastapi_on_two_cases() -> None:
     result = CliRunner().invoke(cli, ["bench", "app", "--duration", "0.2"],
                                 env={"COLUMNS": "200"})
     assert result.exit_code == 0, result.output
-    for row in ("bare FastAPI, this router only", "this app, no middleware",
+    assert result.stdout.count("vs bare FastAPI, same setup") == 2
+    for row in ("bare FastAPI, same setup, this router only",
+                "FastAPI() defaults, this router only", "this app, no middleware",
                 "this app + RequestIdMiddleware only", "this app, all middleware",
                 "as served (+ probes, proxy headers)"):
         assert result.stdout.count(f"│ {row}") == 2, result.stdout  # a row in each table
@@ -225,7 +227,7 @@ def test_bench_app_measures_a_route_with_parameters_and_headers() -> None:
         "bench", "app", "--path", "/demo/items/{item_id}", "--path-param", "item_id=3",
         "--duration", "0.2"], env={"COLUMNS": "200"})
     assert result.exit_code == 0, result.output
-    assert result.stdout.count("│ bare FastAPI, this router only") == 1
+    assert result.stdout.count("│ bare FastAPI, same setup, this router only") == 1
 
 
 def test_bench_app_refuses_a_route_that_does_not_answer() -> None:

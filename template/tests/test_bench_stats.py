@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import math
 import random
+import re
 
 import pytest
 
@@ -152,3 +153,48 @@ def test_a_core_taken_from_the_server_or_the_driver_sets_a_slice_aside() -> None
         "driver cores 80% of a core taken"
     many = machine.shares(machine.CoreTimes(8.0, 6.0, 0.0), 8, 0.2)  # 8 cores, room to spare
     assert machine.taken_from_driver(many) is None
+
+
+def cpu_run(reference_us: list[float], mine_us: list[float]) -> Run:
+    """Two servers with these CPU µs per request, round by round (equal requests/s)."""
+    run = Run([Config("uvicorn", "uvloop"), Config("granian", "uvloop")], 0, 1.0,
+              len(reference_us))
+    for number, pair in enumerate(zip(reference_us, mine_us, strict=True)):
+        this = Round([number % 2, 1 - number % 2])
+        for index, cpu_us in enumerate(pair):
+            load = drivers.LoadResult("synthetic", 10_000, 1.0, 0, 0, 1.0, 2.0, 3.0)
+            this.slices[index] = Slice(load, 10_000 * cpu_us / 1e6)
+        run.rounds.append(this)
+    return run
+
+
+def test_the_cpu_sentence_reads_its_ratio_in_microseconds_of_the_same_rounds() -> None:
+    # Per-round ratios .9 .909 .917 .769 .786 .8 .812: median 0.8125. The reference's
+    # median over those rounds is 130, so the saving is (1 - 0.8125) x 130 = 24.4 µs,
+    # where the difference of the two medians (130 - 110) would say 20.0.
+    run = cpu_run([100, 110, 120, 130, 140, 150, 160], [90, 100, 110, 100, 110, 120, 130])
+    sentence = next(line for line in verdict(summarize(run), ROUTE, None)
+                    if "costs less CPU" in line)
+    assert sentence.startswith("granian / uvloop / hyper costs less CPU per request than "
+                               "uvicorn"), sentence
+    assert "0.81x (95 % CI" in sentence and ", 24.4 µs less a request (95 % CI " in sentence
+    assert "of 130.0 µs (the median of the same 7 rounds)" in sentence
+    ratio_low, ratio_high = map(float, re.search(r"x \(95 % CI ([\d.]+)-([\d.]+)\)",
+                                                 sentence).groups())  # type: ignore[union-attr]
+    us_low, us_high = map(float, re.search(r"less a request \(95 % CI ([\d.]+)-([\d.]+)\)",
+                                           sentence).groups())  # type: ignore[union-attr]
+    # Read back with the printed ratio: each end of one interval is the other's, in µs.
+    assert abs(us_low - (1 - ratio_high) * 130) < 0.7 and abs(us_high - (1 - ratio_low) * 130) < 0.7
+
+
+def test_the_cpu_sentence_names_the_dearer_side_when_the_reference_is_cheaper() -> None:
+    # The same rounds, the sides swapped: granian's per-round ratios to the reference
+    # have the median 160/130, so the reference costs 0.8125x granian, whose median
+    # over the same rounds is 130: 24.4 µs less, read in granian's µs.
+    run = cpu_run([90, 100, 110, 100, 110, 120, 130], [100, 110, 120, 130, 140, 150, 160])
+    sentence = next(line for line in verdict(summarize(run), ROUTE, None)
+                    if "costs less CPU" in line)
+    assert sentence.startswith("uvicorn / uvloop / httptools costs less CPU per request "
+                               "than granian"), sentence
+    assert "0.81x (95 % CI" in sentence and ", 24.4 µs less a request" in sentence
+    assert "of 130.0 µs (the median of the same 7 rounds)" in sentence

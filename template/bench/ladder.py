@@ -1,0 +1,180 @@
+"""`bench app --ladder`: one route's cost rung by rung, from raw ASGI to the app as served.
+
+Each rung changes one thing over the one before it:
+
+  raw ASGI                   an ASGI callable that answers with fixed JSON
+  Starlette                  a Starlette app with the route's path
+  FastAPI() defaults         FastAPI with its defaults, including the router that holds
+                             the route (a reference: the template does not set it up so)
+  bare FastAPI, same setup   the same, with the options create_app passes
+                             (app.main.fastapi_options): the baseline of every ratio
+  this app, no middleware    create_app with no middleware: the template's routers and
+                             /static before yours, as served
+  + <layer>                  one per layer of app.main.middleware_layers(), outermost
+                             first, each rung adding the next (header-only layers fuse
+                             as create_app fuses them)
+  as served                  create_served_app's layers in front (probes, proxy headers)
+
+The rungs come from the code at run time, so the ladder follows the stack as it is.
+In-process, each rung's app is called as `bench app` calls its variants; served, each
+rung runs behind the project's launcher on each engine (bench/ladder_serve.py).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import urlsplit
+
+from bench.model import Config, Launch
+from bench.route import Route
+
+RUNG_ENV = "BENCH_LADDER_RUNG"  # the rung a served ladder process builds, as JSON
+RAW = "raw ASGI"
+STARLETTE = "Starlette"
+DEFAULTS = "FastAPI() defaults"
+SAME_SETUP = "bare FastAPI, same setup"
+NO_MIDDLEWARE = "this app, no middleware"
+AS_SERVED = "as served (+ probes, proxy headers)"
+RAW_BODY = b'{"status":"ok"}'
+
+
+@dataclass(frozen=True)
+class Case:
+    """A route to climb the ladder on; `user_like` includes bench/user_like.py's router
+    after yours, where a router of app/routes/ stands."""
+
+    route: Route
+    user_like: bool = False
+
+    def extra_routers(self) -> tuple[Any, ...]:
+        from bench import user_like
+
+        return (user_like.router,) if self.user_like else ()
+
+    def to_json(self) -> str:
+        return json.dumps({"path": self.route.path_template, "params": self.route.path_params,
+                           "headers": self.route.headers, "user_like": self.user_like})
+
+    @classmethod
+    def from_json(cls, text: str) -> Case:
+        data = json.loads(text)
+        return cls(Route(data["path"], data["params"],
+                         headers=tuple(tuple(pair) for pair in data["headers"])),
+                   data["user_like"])
+
+
+@dataclass(frozen=True)
+class Rung:
+    name: str
+    build: Callable[[], Any]  # the rung's ASGI app, built when called
+
+
+async def raw_asgi(scope: dict[str, Any], receive: Callable[..., Any],
+                   send: Callable[..., Any]) -> None:
+    """The floor: no routing, no parsing, one fixed answer (and the lifespan, which
+    every engine here sends)."""
+    if scope["type"] == "lifespan":
+        while True:
+            message = await receive()
+            if message["type"] == "lifespan.startup":
+                await send({"type": "lifespan.startup.complete"})
+            elif message["type"] == "lifespan.shutdown":
+                await send({"type": "lifespan.shutdown.complete"})
+                return
+    if scope["type"] != "http":
+        return
+    await send({"type": "http.response.start", "status": 200,
+                "headers": [(b"content-type", b"application/json"),
+                            (b"content-length", str(len(RAW_BODY)).encode())]})
+    await send({"type": "http.response.body", "body": RAW_BODY})
+
+
+def starlette_app(route: Route) -> Any:
+    """Starlette's routing and response on the route's path, its parameters echoed."""
+    from starlette.applications import Starlette
+    from starlette.requests import Request
+    from starlette.responses import JSONResponse
+    from starlette.routing import Route as StarletteRoute
+
+    async def endpoint(request: Request) -> JSONResponse:
+        return JSONResponse({"status": "ok", **request.path_params})
+
+    return Starlette(routes=[StarletteRoute(urlsplit(route.path_template).path, endpoint)])
+
+
+def layer_name(layer: object) -> str:
+    """A class's name, or a Starlette Middleware's class name, or the factory's."""
+    made = getattr(layer, "cls", layer)
+    return str(getattr(made, "__name__", made))
+
+
+def rungs(case: Case, serve: Callable[[Any], Any] | None = None) -> list[Rung]:
+    """The rungs, bottom first (nothing is built until a rung's `build` is called).
+    `serve` wraps the app as the launcher does (create_served_app, by default)."""
+    from app.main import create_app, fastapi_options, middleware_layers, routers
+    from app.routes import discovered_routers
+    from bench.app_overhead import bare_fastapi, owning_router
+
+    if serve is None:
+        from serving.served_app import create_served_app as serve
+    extra = case.extra_routers()
+    user_routers = [*discovered_routers(), *extra]
+    owner = owning_router([*routers(), *extra], case.route)
+    layers = middleware_layers()
+
+    def with_layers(count: int | None) -> Callable[[], Any]:
+        chosen = None if count is None else layers[:count]
+        return lambda: create_app(middleware=chosen, user_routers=user_routers)
+
+    climbed = [
+        Rung(RAW, lambda: raw_asgi),
+        Rung(STARLETTE, lambda: starlette_app(case.route)),
+        Rung(DEFAULTS, lambda: bare_fastapi(owner, {})),
+        Rung(SAME_SETUP, lambda: bare_fastapi(owner, fastapi_options())),
+        Rung(NO_MIDDLEWARE, with_layers(0)),
+        *(Rung(f"+ {layer_name(layer)}", with_layers(count))
+          for count, layer in enumerate(layers, start=1)),
+        Rung(AS_SERVED, lambda: serve(with_layers(None)())),  # type: ignore[misc]
+    ]
+    # A class twice in the stack (the 500s just outside a middleware of yours, and
+    # within it): each rung still has a name of its own.
+    for index, rung in enumerate(climbed):
+        same = sum(1 for earlier in climbed[:index] if earlier.name.split(" (")[0] == rung.name)
+        if same:
+            climbed[index] = Rung(f"{rung.name} ({same + 1})", rung.build)
+    return climbed
+
+
+def rung_named(case: Case, name: str, serve: Callable[[Any], Any] | None = None) -> Any:
+    """The app of the rung called `name` (a served ladder process builds one)."""
+    for rung in rungs(case, serve):
+        if rung.name == name:
+            return rung.build()
+    raise ValueError(f"no rung {name!r} on this ladder")
+
+
+@dataclass(frozen=True)
+class RungConfig(Config):
+    """One rung served by one engine through the project's launcher."""
+
+    rung: str = ""
+    case: str = ""  # Case.to_json()
+
+    @property
+    def label(self) -> str:
+        return f"{self.engine}: {self.rung}"
+
+    def launch(self) -> Launch:
+        case = Case.from_json(self.case)
+        return Launch("bench.ladder_serve",
+                      ((RUNG_ENV, json.dumps({"rung": self.rung, "case": self.case})),),
+                      case.route)
+
+
+def served_configs(case: Case, engine: str, names: Sequence[str]) -> list[RungConfig]:
+    from app.core import loops
+
+    return [RungConfig(engine, loops.AUTO, rung=name, case=case.to_json()) for name in names]
