@@ -7,11 +7,12 @@ tests/test_routing.py), never by its path, so the series stay as few as the rout
 a request no route matched is `unmatched`, and a method outside the standard ones
 `other`. WebSockets are not counted.
 
-Cost (docs/benchmarks.md): each write to a multiprocess metric is a locked write to
-a memory-mapped file, 1.4 µs in a served request, and they are what this layer costs.
-So a request makes two, the histogram's sum and bucket (its count, the number of
-requests, is worked out from the buckets when scraped); the requests in flight are
-kept in a plain integer and written once a second, by a timer on the worker's loop.
+Cost (docs/benchmarks.md): a write to a multiprocess metric is a locked write to a
+memory-mapped file, 1.4 us in a served request; a request made two. So they are
+batched: a request adds its duration to the worker's histogram in memory
+(app/core/metrics.py), and a timer on the worker's loop writes the batches, and the
+requests in flight (a plain integer here), every WRITE_SECONDS, and once more when the
+worker stops (the lifespan's end).
 """
 
 from __future__ import annotations
@@ -22,11 +23,19 @@ from typing import Any
 
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from app.core.metrics import METHODS, OTHER_METHOD, STATUS_CLASSES, UNMATCHED, server_metrics
+from app.core.metrics import (
+    METHODS,
+    OTHER_METHOD,
+    STATUS_CLASSES,
+    UNMATCHED,
+    WRITE_SECONDS,
+    server_metrics,
+    write_batches,
+)
 from app.middleware.messages import Message
 
 SERVER_ERROR = 5  # the class of a request that ended with no response started
-IN_FLIGHT_SECONDS = 1.0  # how often the requests in flight are written
+SHUTDOWN_DONE = "lifespan.shutdown.complete"
 
 
 class MetricsMiddleware:
@@ -46,19 +55,31 @@ class MetricsMiddleware:
             method, route, shown)
         return child
 
-    def _publish(self, loop: asyncio.AbstractEventLoop) -> None:
+    def _write(self, loop: asyncio.AbstractEventLoop | None = None) -> None:
+        write_batches()
         self.in_flight.set(self.active)
-        if loop is self.loop and not loop.is_closed():
-            loop.call_later(IN_FLIGHT_SECONDS, self._publish, loop)
+        if loop is not None and loop is self.loop and not loop.is_closed():
+            loop.call_later(WRITE_SECONDS, self._write, loop)
+
+    def lifespan(self, scope: Scope, receive: Receive, send: Send) -> Any:
+        def send_written(message: Message) -> Any:
+            if message["type"] == SHUTDOWN_DONE:  # the worker's last requests, written
+                self._write()
+            return send(message)
+
+        return self.app(scope, receive, send_written)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
-            await self.app(scope, receive, send)
+            if scope["type"] == "lifespan":
+                await self.lifespan(scope, receive, send)
+            else:
+                await self.app(scope, receive, send)
             return
         loop = asyncio.get_running_loop()
         if loop is not self.loop:  # the first request (of this loop: tests make several)
             self.loop = loop
-            loop.call_later(IN_FLIGHT_SECONDS, self._publish, loop)
+            loop.call_later(WRITE_SECONDS, self._write, loop)
         status = 0
 
         def send_observed(message: Message) -> Any:
