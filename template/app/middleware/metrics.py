@@ -9,10 +9,11 @@ a request no route matched is `unmatched`, and a method outside the standard one
 
 Cost (docs/benchmarks.md): a write to a multiprocess metric is a locked write to a
 memory-mapped file, 1.4 us in a served request; a request made two. So they are
-batched: a request adds its duration to the worker's histogram in memory
-(app/core/metrics.py), and a timer on the worker's loop writes the batches, and the
-requests in flight (a plain integer here), every WRITE_SECONDS, and once more when the
-worker stops (the lifespan's end).
+batched: a request notes its duration in a list (app/core/metrics.py), and a timer on
+the worker's loop observes and writes them, and the requests in flight (a plain
+integer here), every WRITE_SECONDS, and once more when the worker stops (the
+lifespan's end). The template's other layers next to this one run with it as one
+layer (app/middleware/fused_layers.py), through `begin` and `observe`.
 """
 
 from __future__ import annotations
@@ -26,9 +27,9 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from app.core.metrics import (
     METHODS,
     OTHER_METHOD,
-    STATUS_CLASSES,
     UNMATCHED,
     WRITE_SECONDS,
+    pending_durations,
     server_metrics,
     write_batches,
 )
@@ -42,18 +43,10 @@ class MetricsMiddleware:
     def __init__(self, app: ASGIApp) -> None:
         self.app = app
         metrics = server_metrics()
-        self.duration, self.in_flight = metrics.duration, metrics.in_flight
-        # (method, route, status // 100) -> histogram child, looked up once each:
-        # prometheus-client's labels() costs about a microsecond.
-        self.children: dict[tuple[str, str, int], Any] = {}
+        self.in_flight = metrics.in_flight
+        self.durations = pending_durations()  # observed when written (app/core/metrics.py)
         self.active = 0
         self.loop: asyncio.AbstractEventLoop | None = None
-
-    def _child(self, method: str, route: str, status_class: int) -> Any:
-        shown = STATUS_CLASSES[status_class - 1] if 1 <= status_class <= 5 else "5xx"
-        child = self.children[method, route, status_class] = self.duration.labels(
-            method, route, shown)
-        return child
 
     def _write(self, loop: asyncio.AbstractEventLoop | None = None) -> None:
         write_batches()
@@ -76,10 +69,6 @@ class MetricsMiddleware:
             else:
                 await self.app(scope, receive, send)
             return
-        loop = asyncio.get_running_loop()
-        if loop is not self.loop:  # the first request (of this loop: tests make several)
-            self.loop = loop
-            loop.call_later(WRITE_SECONDS, self._write, loop)
         status = 0
 
         def send_observed(message: Message) -> Any:
@@ -88,16 +77,28 @@ class MetricsMiddleware:
                 status = message["status"]
             return send(message)
 
-        self.active += 1
-        started = perf_counter()
+        started = self.begin()
         try:
             await self.app(scope, receive, send_observed)
         finally:
-            elapsed = perf_counter() - started
-            self.active -= 1
-            route = getattr(scope.get("route"), "path", UNMATCHED)
-            method = scope["method"]
-            if method not in METHODS:  # the caller's word: never a label or a key
-                method = OTHER_METHOD
-            key = (method, route, status // 100 or SERVER_ERROR)
-            (self.children.get(key) or self._child(*key)).observe(elapsed)
+            self.observe(scope, status, started)
+
+    def begin(self) -> float:
+        """A request begins: counted in flight, the writes' timer running on this loop;
+        its start time. (Also called by the fused layer, app/middleware/fused_layers.py.)"""
+        loop = asyncio.get_running_loop()
+        if loop is not self.loop:  # the first request (of this loop: tests make several)
+            self.loop = loop
+            loop.call_later(WRITE_SECONDS, self._write, loop)
+        self.active += 1
+        return perf_counter()
+
+    def observe(self, scope: Scope, status: int, started: float) -> None:
+        """A request ended, answered with `status` (0: no response started)."""
+        elapsed = perf_counter() - started
+        self.active -= 1
+        route = getattr(scope.get("route"), "path", UNMATCHED)
+        method = scope["method"]
+        if method not in METHODS:  # the caller's word: never a label or a key
+            method = OTHER_METHOD
+        self.durations.append((method, route, status // 100 or SERVER_ERROR, elapsed))
