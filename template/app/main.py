@@ -17,9 +17,9 @@ from app.middleware import AROUND, GUARDS, WITHIN
 from app.middleware.access_log import access_log_layer
 from app.middleware.cors import cors_layer
 from app.middleware.errors import ServerErrorMiddleware, configure_logging
+from app.middleware.fused_layers import fuse
 from app.middleware.metrics import MetricsMiddleware
 from app.middleware.request_limits import BodySizeBeforeYoursMiddleware
-from app.middleware.start_headers import fused
 from app.middleware.tracing import TracingMiddleware
 from app.routes import discovered_routers
 from serving.settings import PROJECT_NAME, get_settings
@@ -81,9 +81,9 @@ def create_app(middleware: Sequence[object] | None = None,
     # The app's lines on stderr, as the engines', text or JSON (app/core/logs.py).
     configure_logging(settings.log_level, settings.log_format)
     layers = middleware_layers() if middleware is None else middleware
-    # Header-only middleware next to each other run as one layer (start_headers.py).
+    # The template's middleware next to each other run as one layer (fused_layers.py).
     app = FastAPI(title=PROJECT_NAME, lifespan=getattr(custom, "lifespan", None),
-                  middleware=[as_middleware(layer) for layer in fused(layers)],
+                  middleware=[as_middleware(layer) for layer in fuse(layers)],
                   **({} if settings.api_docs else NO_DOCS), **NO_TELEMETRY)
     # Every router included the FastAPI way, the template's as yours: dependencies,
     # responses, OpenAPI and body limits behave as FastAPI documents them
