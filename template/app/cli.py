@@ -6,8 +6,6 @@ import inspect
 from typing import Any, NoReturn
 
 import typer
-from rich.console import Console
-from rich.table import Table
 from typer.core import TyperGroup
 
 from app.core import loops, matrix_markdown, tracing
@@ -135,6 +133,10 @@ def engines(
         typer.echo(matrix_markdown.tables(loops), nl=False)
         return
     python = loops.python_version()
+    # Here, not at the top: `serve` needs neither (rich costs its start ~50 ms).
+    from rich.console import Console
+    from rich.table import Table
+
     table = Table(title=f"Engines and loops on Python {loops.version_text(python)}")
     for column in ("engine", "loop", "verdict", "installed"):
         table.add_column(column)

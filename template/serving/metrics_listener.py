@@ -1,5 +1,6 @@
 """The launcher's half of the metrics: a directory per run, named in the environment
-the workers inherit, and (WEBSERVER_METRICS=port) the listener, a process of its own.
+the workers inherit, and (WEBSERVER_METRICS=port) the listener: a thread of the
+launcher where no worker is ever forked from it, else a process of its own.
 
 The workers' half, what they count and how a scrape sums them, is app/core/metrics.py.
 """
@@ -19,10 +20,30 @@ from pathlib import Path
 from app.core.metrics import MULTIPROC_ENV, RUN_LOCK, registry
 
 RUN_PREFIX = "webserver-metrics-"
+# Engines whose launcher never forks: their workers are spawned, new interpreters
+# (uvicorn's supervisor and reloader, serving/engines/uvicorn/; Hypercorn's,
+# serving/engines/hypercorn/workers.py). granian forks its workers from the launcher
+# (before 3.14) and gunicorn's arbiter forks them: a fork of a process with threads
+# can inherit a lock one of them held, so there the listener is a process.
+SPAWNING_ENGINES = frozenset({"uvicorn", "hypercorn"})
+
+
+class ListenerThread:
+    """The listener as a thread of the launcher (prometheus-client's server and thread)."""
+
+    def __init__(self, host: str, port: int) -> None:
+        from prometheus_client import start_http_server
+
+        self.server, self.thread = start_http_server(port, addr=host, registry=registry())
+
+    def stop(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+        self.thread.join(5)
 
 
 @contextlib.contextmanager
-def for_run(mode: str, host: str, port: int) -> Iterator[None]:
+def for_run(mode: str, host: str, port: int, engine: str = "") -> Iterator[None]:
     """Around a run of the engine: the run's directory, named in the environment the
     workers inherit, and the listener of WEBSERVER_METRICS=port; both gone after."""
     if mode == "off":
@@ -31,7 +52,10 @@ def for_run(mode: str, host: str, port: int) -> Iterator[None]:
     directory, lock = new_run_directory(RUN_PREFIX)
     given = os.environ.get(MULTIPROC_ENV)
     os.environ[MULTIPROC_ENV] = str(directory)
-    listener = start_listener(host, port, directory) if mode == "port" else None
+    listener: subprocess.Popen[bytes] | ListenerThread | None = None
+    if mode == "port":
+        listener = (ListenerThread(host, port) if engine in SPAWNING_ENGINES
+                    else start_listener(host, port, directory))
     launcher = os.getpid()
     try:
         yield
@@ -42,9 +66,11 @@ def for_run(mode: str, host: str, port: int) -> Iterator[None]:
             _end_run(listener, directory, lock, given)
 
 
-def _end_run(listener: subprocess.Popen[bytes] | None, directory: Path, lock: int,
-             given: str | None) -> None:
-    if listener is not None:
+def _end_run(listener: subprocess.Popen[bytes] | ListenerThread | None, directory: Path,
+             lock: int, given: str | None) -> None:
+    if isinstance(listener, ListenerThread):
+        listener.stop()
+    elif listener is not None:
         listener.terminate()
         with contextlib.suppress(subprocess.TimeoutExpired):
             listener.wait(5)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from app.core.metrics import METRICS_PATH, asgi_app
+from app.core.metrics import METRICS_PATH, asgi_app, write_batches
 
 
 class MetricsPathMiddleware:
@@ -16,5 +16,6 @@ class MetricsPathMiddleware:
     def __call__(self, scope: Scope, receive: Receive, send: Send):  # -> an awaitable
         # Not a coroutine of its own: the app's awaitable, one frame less per request.
         if scope["type"] == "http" and scope["path"] == METRICS_PATH:
+            write_batches()  # this worker's own requests, up to this one
             return self.metrics(scope, receive, send)
         return self.app(scope, receive, send)

@@ -21,6 +21,7 @@ import asyncio
 import contextlib
 import logging
 import time
+from collections.abc import Awaitable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -115,16 +116,21 @@ def asyncio_runs() -> bool:
     return True
 
 
+def has_length(headers: Iterable[tuple[bytes, bytes]]) -> bool:
+    # The length check first: most names are not 14 bytes long.
+    return any(len(name) == 14 and name.lower() == b"content-length" for name, _ in headers)
+
+
 def noting_send(entry: Open, send: Send) -> Send:
-    """`send`, noting whether the answer is a stream and when it ends."""
+    """`send`, noting whether the answer is a stream and when it ends (on trio, where
+    each request is noted as it begins)."""
 
     async def noting(message: Message) -> None:
         kind = message["type"]
         if kind == "http.response.start":
             if server_stopping.is_set():  # an answer after the stop closes its connection
                 message = {**message, "headers": [*message.get("headers", ()), CLOSE]}
-            entry.streaming = not any(name.lower() == b"content-length"
-                                      for name, _ in message.get("headers", ()))
+            entry.streaming = not has_length(message.get("headers", ()))
         elif kind == "http.response.body":
             entry.done = not message.get("more_body", False)
         elif kind == "websocket.accept":
@@ -137,7 +143,10 @@ def noting_send(entry: Open, send: Send) -> Send:
 
 
 class OpenStreamsMiddleware:
-    """Notes each request's task and whether its answer is a stream; ends it at the stop."""
+    """Notes each stream's task as its answer begins; ends it at the stop.
+
+    Only streams are noted: an answer with a Content-Length (most) costs a look at its
+    start's headers and nothing else (docs/benchmarks.md)."""
 
     def __init__(self, app: ASGIApp, stream_stop_timeout: float) -> None:
         self.app = app
@@ -157,11 +166,36 @@ class OpenStreamsMiddleware:
                 OPEN_STREAMS.watch(asyncio.get_running_loop())
             await self.app(scope, receive, send)
             return
-        OPEN_STREAMS.watch(task.get_loop())
-        entry = Open(kind, f"{scope.get('method', 'WebSocket')} {scope.get('path', '')}")
-        OPEN_STREAMS.open[task] = entry
+        since = time.monotonic()
+        entry: Open | None = None
+
+        def note() -> Open:
+            noted = Open(kind, f"{scope.get('method', 'WebSocket')} {scope.get('path', '')}",
+                         since=since, streaming=True)
+            OPEN_STREAMS.watch(task.get_loop())
+            OPEN_STREAMS.open[task] = noted
+            return noted
+
+        def noting(message: Message) -> Awaitable[None]:
+            nonlocal entry
+            kind = message["type"]
+            if kind == "http.response.start":
+                if server_stopping.is_set():  # an answer after the stop closes its connection
+                    message = {**message, "headers": [*message.get("headers", ()), CLOSE]}
+                if entry is None and not has_length(message.get("headers", ())):
+                    entry = note()
+            elif kind == "http.response.body":
+                if entry is not None:
+                    entry.done = not message.get("more_body", False)
+            elif kind == "websocket.accept":
+                if entry is None:
+                    entry = note()
+            elif kind == "websocket.close" and entry is not None:
+                entry.done = True
+            return send(message)
+
         try:
-            await self.app(scope, receive, noting_send(entry, send))
+            await self.app(scope, receive, noting)
         except WebSocketDisconnect:
             # The closed WebSocket's end, raised by receive() in a handler that does not
             # catch it (a tutorial's): the engine would log it as an ERROR with its
@@ -169,11 +203,12 @@ class OpenStreamsMiddleware:
             if kind != "websocket":
                 raise
         except asyncio.CancelledError:
-            if not entry.cut or task.uncancel() > 0:  # an engine's own cancel: its to end
+            if entry is None or not entry.cut or task.uncancel() > 0:  # an engine's own
                 raise
             await self.end(entry, send)
         finally:
-            del OPEN_STREAMS.open[task]
+            if entry is not None:
+                del OPEN_STREAMS.open[task]
 
     async def on_trio(self, scope: Scope, receive: Receive, send: Send) -> None:
         """The same on trio: a request runs in a cancel scope of its own, which the

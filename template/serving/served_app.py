@@ -35,4 +35,6 @@ def create_served_app(app: ASGIApp | None = None) -> ASGIApp:
         proxied = MetricsPathMiddleware(proxied)
     # A stream ends within the grace period, whatever its own setting.
     stream_stop_timeout = min(settings.stream_stop_timeout, settings.graceful_timeout)
-    return ProbeMiddleware(OpenStreamsMiddleware(proxied, stream_stop_timeout))
+    # The streams' layer outermost: a coroutine function, which every engine takes for
+    # an ASGI 3 app; the probes' is a plain function inside it.
+    return OpenStreamsMiddleware(ProbeMiddleware(proxied), stream_stop_timeout)

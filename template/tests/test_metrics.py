@@ -112,11 +112,12 @@ def test_a_metrics_port_that_cannot_be_listened_on_is_one_sentence() -> None:
 
 SLOT_USER = """
 import sys, time
-from app.core.metrics import server_metrics, _slot
+from app.core.metrics import server_metrics, write_batches, _slot
 metrics = server_metrics()
 child = metrics.duration.labels("GET", "/x", "2xx")
 for _ in range(int(sys.argv[1])):
     child.observe(0.001)
+write_batches()  # as the metrics layer's timer does
 metrics.in_flight.set(int(sys.argv[3]))
 print(_slot["name"], flush=True)
 time.sleep(float(sys.argv[2]))
@@ -159,6 +160,36 @@ def test_a_slot_is_never_shared_and_its_successor_goes_on_counting(tmp_path: Pat
     assert scraped(text, "http_server_active_requests") in ([], [({}, 0.0)])
     assert sorted(path.name for path in tmp_path.glob("histogram_*.db")) == [
         "histogram_w0.db", "histogram_w1.db"]
+
+
+BATCHES = """
+import os, sys
+from prometheus_client import generate_latest
+from app.core.metrics import registry, server_metrics, write_batches
+from tests.test_metrics import scraped_count
+child = server_metrics().duration.labels("GET", "/x", "2xx")
+for _ in range(3):
+    child.observe(0.001)
+counts = [scraped_count(generate_latest(registry()).decode(), "/x")]
+write_batches()
+child.observe(0.002)
+counts.append(scraped_count(generate_latest(registry()).decode(), "/x"))
+write_batches()
+write_batches()  # nothing new: nothing written twice
+counts.append(scraped_count(generate_latest(registry()).decode(), "/x"))
+print(counts)
+"""
+
+
+@pytest.mark.slow
+def test_observations_reach_the_files_in_batches(tmp_path: Path) -> None:
+    """A worker's observations are in its files once written, each once: what a
+    `kill -9` can take is what was observed since the last write (docs/observability.md)."""
+    result = subprocess.run([sys.executable, "-c", BATCHES], cwd=PROJECT_DIR, text=True,
+                            env={**os.environ, "PROMETHEUS_MULTIPROC_DIR": str(tmp_path)},
+                            capture_output=True, timeout=30)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "[0.0, 3.0, 4.0]"
 
 
 def generate(registry: object) -> str:
@@ -336,6 +367,25 @@ def metric_files(launcher: int) -> list[str]:
     return sorted(path.name for path in run_directory(launcher).glob("histogram_*"))
 
 
+# Where the listener of WEBSERVER_METRICS=port runs (docs/observability.md): a thread of
+# the launcher where no worker is forked from it, else a process of its own.
+LISTENER = {"uvicorn": "thread", "hypercorn": "thread", "granian": "process",
+            "gunicorn": "process"}
+
+
+@pytest.mark.demo_routes
+@pytest.mark.slow
+@pytest.mark.parametrize("engine", loops.ENGINES)
+def test_the_listener_is_a_thread_unless_the_launcher_forks_workers(engine: str) -> None:
+    with running_server(["--engine", engine]) as server:
+        assert get_items(server.url, 3) == 3
+        count = settled(lambda: scraped_count(scrape(server), ITEMS), 3)
+        assert count == 3
+        listeners = [pid for pid in children(server.process.pid)
+                     if b"serving.metrics_listener" in Path(f"/proc/{pid}/cmdline").read_bytes()]
+        assert ("process" if listeners else "thread") == LISTENER[engine], listeners
+
+
 @pytest.mark.demo_routes
 @pytest.mark.slow
 @pytest.mark.parametrize("engine", loops.ENGINES)
@@ -396,7 +446,8 @@ def test_killed_workers_counts_stay_and_their_requests_leave_the_in_flight_gauge
             thread.join()
         count = ledger(server, answered)
         assert answered <= count <= 80, (answered, count)  # see ledger
-        assert scraped_count(scrape(server), ITEMS) == count
+        # Written by the workers every 0.25 s (app/core/metrics.py).
+        assert settled(lambda: scraped_count(scrape(server), ITEMS), count) == count
         assert settled(lambda: in_flight(server), 0) == 0, scrape(server)
         assert metric_files(launcher) == ["histogram_w0.db", "histogram_w1.db"]
 
@@ -408,10 +459,15 @@ def test_metrics_at_a_path_of_the_app_port(engine: str) -> None:
     env = {"WEBSERVER_METRICS": "path"}
     with running_server(["--engine", engine, "--workers", "2"], env=env) as server:
         answered = get_items(server.url, 10)
+
+        def at_path() -> float:
+            return scraped_count(httpx.get(f"{server.url}/metrics").text, ITEMS)
+
+        # Written by the workers every 0.25 s (app/core/metrics.py).
+        assert settled(at_path, 10) == answered == 10
         text = httpx.get(f"{server.url}/metrics").text
         with pytest.raises(httpx.TransportError):  # no listener of its own
             httpx.get(server.metrics_url, timeout=2)
-    assert scraped_count(text, ITEMS) == answered == 10
     assert families(text) == FAMILIES
     ((info, _),) = scraped(text, "webserver_info")
     assert (info["engine"], info["workers"]) == (engine, "2")

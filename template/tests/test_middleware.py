@@ -143,6 +143,7 @@ def installed(monkeypatch: pytest.MonkeyPatch, access_log: str) -> set[type]:
     while (inner := getattr(layer, "app", None)) is not None:
         found.add(type(layer))
         found.update(type(provider) for provider in getattr(layer, "providers", ()))
+        found.update(type(part) for part in getattr(layer, "parts", ()))
         layer = inner
     return found
 

@@ -32,7 +32,8 @@ from pydantic import BaseModel
 from starlette.websockets import WebSocketDisconnect
 
 from app import custom
-from app.main import STATIC_DIR, TEMPLATE_ROUTERS, create_app
+from app.api import demo, echo, health
+from app.main import STATIC_DIR, create_app
 from serving.settings import PROJECT_NAME, get_settings
 
 TOKEN = {"Authorization": "Bearer letmein"}
@@ -131,11 +132,12 @@ def plain_app() -> FastAPI:
     in app/custom.py (your lifespan, and your handlers from `customize`): the two
     must route alike, whatever your handlers answer."""
     app = FastAPI(title=PROJECT_NAME, lifespan=getattr(custom, "lifespan", None))
-    for router in TEMPLATE_ROUTERS:
-        app.include_router(router)
-    app.mount("/static", StaticFiles(directory=STATIC_DIR), name="static")
+    app.include_router(health.router)  # first, then yours, then the template's examples
     for router in USER_ROUTERS:
         app.include_router(router)
+    app.include_router(echo.router)
+    app.include_router(demo.router)
+    app.mount("/static", StaticFiles(directory=STATIC_DIR), name="static")
     custom.customize(app)
     return app
 
@@ -207,6 +209,24 @@ def test_dependencies_guard_the_routes() -> None:
         assert client.get("/private/items/3", headers=TOKEN).json() == {"item_id": 3}
         assert client.post("/private/items/", headers=TOKEN,
                            json={"item_id": 1}).status_code == 201
+
+
+def test_health_comes_first_then_yours_then_the_examples() -> None:
+    """The order create_app includes routers in (app/main.py, docs/index.md): a path
+    the examples or the static files also serve is yours; /health/ stays the probes'."""
+    yours = APIRouter()
+
+    @yours.get("/demo/items/{item_id}")
+    @yours.get("/static/hello.txt")
+    @yours.get("/health/")
+    async def mine() -> PlainTextResponse:
+        return PlainTextResponse("yours")
+
+    with TestClient(create_app(middleware=(), user_routers=[yours])) as client:
+        assert client.get("/demo/items/1").text == "yours"
+        assert client.get("/static/hello.txt").text == "yours"
+        assert client.get("/health/").text != "yours"
+        assert client.get("/health/").status_code == 200
 
 
 def test_the_route_in_scope_is_the_template_not_the_path() -> None:

@@ -139,6 +139,7 @@ def test_off_no_layer_is_added_and_no_sdk_imported() -> None:
     script = ("import sys; from app.main import create_app; app = create_app(); "
               "stack = app.build_middleware_stack(); names = []\n"
               "while stack is not None:\n"
+              "    names += [type(part).__name__ for part in getattr(stack, 'parts', ())]\n"
               "    names.append(type(stack).__name__); stack = getattr(stack, 'app', None)\n"
               "print(json.dumps([names, 'opentelemetry.sdk' in sys.modules]))")
     env = {name: value for name, value in os.environ.items() if not name.startswith("OTEL_")}

@@ -60,6 +60,25 @@ class AccessLogMiddleware:
                 f'{fields["duration_ms"]}ms {escaped(fields["request_id"])}'
                 f'{" " + fields["trace_id"] if "trace_id" in fields else ""}\n')
 
+    def write(self, scope: Scope, status: int, started: float) -> None:
+        """The line of a request whose response ended (also called by the fused layer,
+        app/middleware/fused_layers.py)."""
+        client = scope.get("client")
+        state = scope.get("state", {})
+        fields = {
+            "time": datetime.now(UTC).isoformat(timespec="milliseconds"),
+            "client": client[0] if client else "-",
+            "method": scope["method"],
+            "path": scope["path"],
+            "status": status,
+            "duration_ms": round((time.perf_counter() - started) * 1000, 3),
+            "request_id": state.get("request_id", "-"),
+        }
+        if self.traced:  # 32 hex digits, from the tracing layer: no escaping
+            fields["trace_id"] = state.get("trace_id", "-")
+        self.stream.write(self.line(fields))
+        self.stream.flush()
+
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
@@ -73,21 +92,7 @@ class AccessLogMiddleware:
                 status = message["status"]
             await send(message)
             if is_response_end(message):
-                client = scope.get("client")
-                state = scope.get("state", {})
-                fields = {
-                    "time": datetime.now(UTC).isoformat(timespec="milliseconds"),
-                    "client": client[0] if client else "-",
-                    "method": scope["method"],
-                    "path": scope["path"],
-                    "status": status,
-                    "duration_ms": round((time.perf_counter() - started) * 1000, 3),
-                    "request_id": state.get("request_id", "-"),
-                }
-                if self.traced:  # 32 hex digits, from the tracing layer: no escaping
-                    fields["trace_id"] = state.get("trace_id", "-")
-                self.stream.write(self.line(fields))
-                self.stream.flush()
+                self.write(scope, status, started)
 
         await self.app(scope, receive, send_logged)
 

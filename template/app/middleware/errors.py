@@ -55,20 +55,27 @@ class ServerErrorMiddleware:
 
         try:
             await self.app(scope, receive, send_watched)
-        except ClientDisconnect:
+        except Exception as error:
+            await self.recover(scope, receive, send, error, started=started)
+
+    async def recover(self, scope: Scope, receive: Receive, send: Send, error: Exception,
+                      *, started: bool) -> None:
+        """Answer what an exception from inside leaves unanswered, or raise it again.
+        (Also called by the fused layer, app/middleware/fused_layers.py.)"""
+        if isinstance(error, ClientDisconnect):
             if not started:
                 await send({"type": "http.response.start", "status": CLIENT_CLOSED,
                             "headers": [(b"content-length", b"0")]})
                 await send({"type": "http.response.body", "body": b""})
-        except Exception as error:
-            app = scope.get("app")
-            if started or getattr(app, "debug", False):
-                raise  # the engine logs it and closes the connection: no second answer
-            # The path quoted (repr): a %0a in it cannot forge a second log line.
-            LOGGER.error("%s %r failed (request id %s)", scope["method"], scope["path"],
-                         scope.get("state", {}).get("request_id", "-"), exc_info=error)
-            response = await error_response(app, Request(scope, receive), error)
-            await response(scope, receive, send)
+            return
+        app = scope.get("app")
+        if started or getattr(app, "debug", False):
+            raise error  # the engine logs it and closes the connection: no second answer
+        # The path quoted (repr): a %0a in it cannot forge a second log line.
+        LOGGER.error("%s %r failed (request id %s)", scope["method"], scope["path"],
+                     scope.get("state", {}).get("request_id", "-"), exc_info=error)
+        response = await error_response(app, Request(scope, receive), error)
+        await response(scope, receive, send)
 
 
 async def error_response(app: object, request: Request, error: Exception) -> Response:

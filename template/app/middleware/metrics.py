@@ -7,11 +7,13 @@ tests/test_routing.py), never by its path, so the series stay as few as the rout
 a request no route matched is `unmatched`, and a method outside the standard ones
 `other`. WebSockets are not counted.
 
-Cost (docs/benchmarks.md): each write to a multiprocess metric is a locked write to
-a memory-mapped file, 1.4 µs in a served request, and they are what this layer costs.
-So a request makes two, the histogram's sum and bucket (its count, the number of
-requests, is worked out from the buckets when scraped); the requests in flight are
-kept in a plain integer and written once a second, by a timer on the worker's loop.
+Cost (docs/benchmarks.md): a write to a multiprocess metric is a locked write to a
+memory-mapped file, 1.4 us in a served request; a request made two. So they are
+batched: a request notes its duration in a list (app/core/metrics.py), and a timer on
+the worker's loop observes and writes them, and the requests in flight (a plain
+integer here), every WRITE_SECONDS, and once more when the worker stops (the
+lifespan's end). The template's other layers next to this one run with it as one
+layer (app/middleware/fused_layers.py), through `begin` and `observe`.
 """
 
 from __future__ import annotations
@@ -22,63 +24,51 @@ from typing import Any
 
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from app.core.metrics import METHODS, OTHER_METHOD, STATUS_CLASSES, UNMATCHED, server_metrics
+from app.core.metrics import (
+    METHODS,
+    OTHER_METHOD,
+    UNMATCHED,
+    WRITE_SECONDS,
+    pending_durations,
+    server_metrics,
+    write_batches,
+)
 from app.middleware.messages import Message
 
 SERVER_ERROR = 5  # the class of a request that ended with no response started
-IN_FLIGHT_SECONDS = 1.0  # how often the requests in flight are written
+SHUTDOWN_DONE = "lifespan.shutdown.complete"
 
 
 class MetricsMiddleware:
     def __init__(self, app: ASGIApp) -> None:
         self.app = app
         metrics = server_metrics()
-        self.duration, self.in_flight = metrics.duration, metrics.in_flight
-        # (method, route, status // 100) -> histogram child, looked up once each:
-        # prometheus-client's labels() costs about a microsecond.
-        self.children: dict[tuple[str, str, int], Any] = {}
+        self.in_flight = metrics.in_flight
+        self.durations = pending_durations()  # observed when written (app/core/metrics.py)
         self.active = 0
         self.loop: object = None  # the asyncio loop, or the trio run's token
 
-    def _child(self, method: str, route: str, status_class: int) -> Any:
-        shown = STATUS_CLASSES[status_class - 1] if 1 <= status_class <= 5 else "5xx"
-        child = self.children[method, route, status_class] = self.duration.labels(
-            method, route, shown)
-        return child
-
-    def _publish(self, loop: asyncio.AbstractEventLoop) -> None:
+    def _write(self, loop: asyncio.AbstractEventLoop | None = None) -> None:
+        write_batches()
         self.in_flight.set(self.active)
-        if loop is self.loop and not loop.is_closed():
-            loop.call_later(IN_FLIGHT_SECONDS, self._publish, loop)
+        if loop is not None and loop is self.loop and not loop.is_closed():
+            loop.call_later(WRITE_SECONDS, self._write, loop)
 
-    def _watch_trio(self) -> None:
-        """trio has no call_later: a task of its own writes the gauge (one per run)."""
-        import trio
+    def lifespan(self, scope: Scope, receive: Receive, send: Send) -> Any:
+        def send_written(message: Message) -> Any:
+            if message["type"] == SHUTDOWN_DONE:  # the worker's last requests, written
+                self._write()
+            return send(message)
 
-        token = trio.lowlevel.current_trio_token()
-        if token is not self.loop:
-            self.loop = token
-            trio.lowlevel.spawn_system_task(self._publish_on_trio, token)
-
-    async def _publish_on_trio(self, token: object) -> None:
-        import trio
-
-        while token is self.loop:
-            await trio.sleep(IN_FLIGHT_SECONDS)
-            self.in_flight.set(self.active)
+        return self.app(scope, receive, send_written)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
-            await self.app(scope, receive, send)
+            if scope["type"] == "lifespan":
+                await self.lifespan(scope, receive, send)
+            else:
+                await self.app(scope, receive, send)
             return
-        try:
-            loop = asyncio.get_running_loop()
-        except RuntimeError:  # no asyncio loop: Hypercorn's trio worker
-            self._watch_trio()
-        else:
-            if loop is not self.loop:  # the first request (of this loop: tests make several)
-                self.loop = loop
-                loop.call_later(IN_FLIGHT_SECONDS, self._publish, loop)
         status = 0
 
         def send_observed(message: Message) -> Any:
@@ -87,16 +77,48 @@ class MetricsMiddleware:
                 status = message["status"]
             return send(message)
 
-        self.active += 1
-        started = perf_counter()
+        started = self.begin()
         try:
             await self.app(scope, receive, send_observed)
         finally:
-            elapsed = perf_counter() - started
-            self.active -= 1
-            route = getattr(scope.get("route"), "path", UNMATCHED)
-            method = scope["method"]
-            if method not in METHODS:  # the caller's word: never a label or a key
-                method = OTHER_METHOD
-            key = (method, route, status // 100 or SERVER_ERROR)
-            (self.children.get(key) or self._child(*key)).observe(elapsed)
+            self.observe(scope, status, started)
+
+    def begin(self) -> float:
+        """A request begins: counted in flight, the writes' timer running on this loop;
+        its start time. (Also called by the fused layer, app/middleware/fused_layers.py.)"""
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:  # no asyncio loop: Hypercorn's trio worker
+            self._watch_trio()
+        else:
+            if loop is not self.loop:  # the first request (of this loop: tests make several)
+                self.loop = loop
+                loop.call_later(WRITE_SECONDS, self._write, loop)
+        self.active += 1
+        return perf_counter()
+
+    def _watch_trio(self) -> None:
+        """trio has no call_later: a task of its own writes (one per run)."""
+        import trio
+
+        token = trio.lowlevel.current_trio_token()
+        if token is not self.loop:
+            self.loop = token
+            trio.lowlevel.spawn_system_task(self._write_on_trio, token)
+
+    async def _write_on_trio(self, token: object) -> None:
+        import trio
+
+        while token is self.loop:
+            await trio.sleep(WRITE_SECONDS)
+            self._write()
+
+    def observe(self, scope: Scope, status: int, started: float) -> None:
+        """A request ended, answered with `status` (0: no response started)."""
+        elapsed = perf_counter() - started
+        self.active -= 1
+        route = getattr(scope.get("route"), "path", UNMATCHED)
+        method = scope["method"]
+        if method not in METHODS:  # the caller's word: never a label or a key
+            method = OTHER_METHOD
+        self.durations.append((method, route, status // 100 or SERVER_ERROR, elapsed))

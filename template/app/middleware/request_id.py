@@ -20,13 +20,18 @@ class RequestIdMiddleware(StartHeadersMiddleware):
     def response_headers(self, scope: Scope) -> Headers:
         for name, value in scope["headers"]:
             if name == HEADER and ACCEPTED.fullmatch(value):
-                request_id = value.decode()
-                break
-        else:
-            # 128 random bits as hex, like uuid4().hex, without a system call per request
-            # (random reseeds itself in forked workers). An id correlates log lines; it
-            # is not a secret.
-            request_id = random.getrandbits(128).to_bytes(16).hex()
+                return self.identified(scope, value)
+        return self.identified(scope, None)
+
+    def identified(self, scope: Scope, given: bytes | None) -> Headers:
+        """The id: the caller's first sane X-Request-ID (`given`), else a new one; noted
+        in scope and in the log records' context, and the response's header. (Also
+        called by the fused layer, app/middleware/fused_layers.py.)"""
+        # 128 random bits as hex, like uuid4().hex, without a system call per request
+        # (random reseeds itself in forked workers). An id correlates log lines; it is
+        # not a secret.
+        request_id = (given.decode() if given is not None
+                      else random.getrandbits(128).to_bytes(16).hex())
         scope.setdefault("state", {})["request_id"] = request_id
         REQUEST_ID.set(request_id)  # for the log records of this request (its own task)
         return [(HEADER, request_id.encode())]

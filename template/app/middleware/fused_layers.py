@@ -1,0 +1,213 @@
+"""The template's own middleware, where the stack puts them next to each other, as one
+ASGI layer.
+
+With the defaults every template layer is next to the others (metrics, the request id,
+the access log, Server-Timing, the security headers, the Host check, the 500s, the body
+limits, the WebSocket limits), and each layer cost a call, most a coroutine and a `send`
+wrapper, and several a scan of the request's headers: a fifth of a small request
+(docs/benchmarks.md). `fuse()` runs each run of them as this one layer: for HTTP one
+coroutine, one `send` wrapper and one scan of the headers, doing what the classes do, in
+the order the stack defines (app/middleware/__init__.py). A layer of yours, CORS or
+the span (app/main.py) between two of them ends a run. WebSocket and lifespan scopes go
+through the classes themselves, chained as they would be. Each class still works alone,
+and is tested alone.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Iterable, Sequence
+from time import perf_counter
+from typing import Any
+
+from starlette.types import ASGIApp, Receive, Scope, Send
+
+from app.middleware import MIDDLEWARE
+from app.middleware.access_log import FORMATS, AccessLogMiddleware
+from app.middleware.allowed_hosts import AllowedHostsMiddleware, refuse_host
+from app.middleware.errors import ServerErrorMiddleware
+from app.middleware.messages import Message, add_headers, is_response_end
+from app.middleware.metrics import MetricsMiddleware
+from app.middleware.request_id import ACCEPTED, RequestIdMiddleware
+from app.middleware.request_id import HEADER as REQUEST_ID
+from app.middleware.request_limits import (
+    BODY_HEADERS,
+    MAX_HEADERS,
+    TOO_MANY_HEADERS,
+    RequestLimitsMiddleware,
+    answer,
+)
+from app.middleware.security_headers import SecurityHeadersMiddleware
+from app.middleware.start_headers import (
+    SERVER_TIMING,
+    FusedStartHeaders,
+    Headers,
+    StartHeadersMiddleware,
+    fused,
+)
+from app.middleware.timing import TimingMiddleware
+from app.middleware.websocket_limits import WebSocketLimitsMiddleware
+
+# The order of the stack, outermost first (app/main.py middleware_layers); the access
+# log's place is taken by whichever format WEBSERVER_ACCESS_LOG picks.
+ORDER: tuple[tuple[type, ...], ...] = (
+    (MetricsMiddleware,), (RequestIdMiddleware,), tuple(FORMATS.values()),
+    (TimingMiddleware,), (SecurityHeadersMiddleware,), (AllowedHostsMiddleware,),
+    (ServerErrorMiddleware,), (RequestLimitsMiddleware,), (WebSocketLimitsMiddleware,),
+)
+
+
+def rank(layer: object) -> int | None:
+    """The place of a template class in ORDER (exactly that class: a subclass of yours
+    may do more), or None."""
+    for place, classes in enumerate(ORDER):
+        if layer in classes:
+            return place
+    return None
+
+
+class FusedLayers:
+    """A run of the template's middleware classes (outermost first, in ORDER) as one
+    layer."""
+
+    def __init__(self, app: ASGIApp, classes: Sequence[type] = MIDDLEWARE) -> None:
+        self.app = app
+        # The classes themselves, chained, for what is not HTTP (WebSockets, lifespan).
+        other = app
+        members = []
+        for cls in reversed(classes):
+            other = cls(other)
+            members.append(other)
+        self.other: ASGIApp = other
+        self.members: tuple[Any, ...] = tuple(reversed(members))
+
+        def member(kind: type) -> Any:
+            return next((m for m in self.members if isinstance(m, kind)), None)
+
+        self.metrics: MetricsMiddleware | None = member(MetricsMiddleware)
+        self.access: AccessLogMiddleware | None = member(AccessLogMiddleware)
+        self.hosts: AllowedHostsMiddleware | None = member(AllowedHostsMiddleware)
+        self.errors: ServerErrorMiddleware | None = member(ServerErrorMiddleware)
+        # Its own instance around the app: for HTTP the WebSocket limits pass it through.
+        self.limits = (RequestLimitsMiddleware(app) if member(RequestLimitsMiddleware)
+                       else None)
+        self.request_id: RequestIdMiddleware | None = member(RequestIdMiddleware)
+        # The header-only layers' part (start_headers.py), the request id's done here.
+        headers = self.headers = FusedStartHeaders(app, [
+            m for m in self.members
+            if isinstance(m, StartHeadersMiddleware) and m is not self.request_id])
+        self.static, self.early, self.timed = headers.static, headers.early, headers.timed
+        names = headers.names
+        if names is not None and self.request_id is not None:
+            names = names | set(RequestIdMiddleware.header_names)
+        self.names = names
+        self.adds = bool(self.static or self.early or self.timed or self.request_id)
+        # What this layer runs, for a look at the stack (tests/test_middleware.py).
+        self.parts: tuple[Any, ...] = (*self.members, headers)
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.other(scope, receive, send)
+            return
+        metrics = self.metrics
+        started = metrics.begin() if metrics is not None else perf_counter()
+        # The one scan: the Host check's, the body limits' and the request id's.
+        host = given = None
+        twice = body = False
+        headers = scope["headers"]
+        for name, value in headers:
+            if name == b"host":
+                twice = host is not None
+                host = value
+            elif name in BODY_HEADERS:
+                body = True
+            elif name == REQUEST_ID and given is None and ACCEPTED.fullmatch(value):
+                given = value
+        ours = self.static
+        if self.request_id is not None:
+            ours = [*ours, *self.request_id.identified(scope, given)]
+        for early in self.early:  # a header-only layer's headers decided now
+            ours = [*ours, *early(scope)]
+        status = 0  # also: a response started inside the 500s' place, when not 0
+
+        def send_out(message: Message) -> Awaitable[None]:
+            # Few names from outside: each is a cell made per request.
+            nonlocal status
+            if message["type"] == "http.response.start":
+                status = message["status"]
+                if self.adds:
+                    self.add(message, ours, started)
+            elif self.access is not None and is_response_end(message):
+                return logged(send(message), self.access, scope, status, started)
+            return send(message)
+
+        try:
+            hosts = self.hosts
+            if hosts is not None and (twice or (not hosts.any_host and (
+                    host is None or not hosts.host_allowed(host)))):
+                await refuse_host(send_out)  # outside the 500s' place, as in the stack
+                return
+            limits = self.limits
+            try:
+                if limits is None:
+                    await self.app(scope, receive, send_out)
+                elif len(headers) > MAX_HEADERS:
+                    await answer(send_out, TOO_MANY_HEADERS)
+                elif body or scope["http_version"] == "2":  # RequestLimitsMiddleware's part
+                    await limits.with_body(scope, receive, send_out)
+                else:
+                    await self.app(scope, receive, send_out)
+            except Exception as error:
+                if self.errors is None:
+                    raise
+                await self.errors.recover(scope, receive, send_out, error,
+                                          started=status != 0)
+        finally:
+            if metrics is not None:
+                metrics.observe(scope, status, started)
+
+    def add(self, message: Message, ours: Headers, started: float) -> None:
+        if self.timed:
+            elapsed_ms = (perf_counter() - started) * 1000
+            ours = [*ours, (SERVER_TIMING, b"app;dur=%.2f" % elapsed_ms)]
+        add_headers(message, ours, self.names)
+
+
+async def logged(sent: Awaitable[None], access: AccessLogMiddleware, scope: Scope,
+                 status: int, started: float) -> None:
+    """The response's last message sent, then its access line (as AccessLogMiddleware)."""
+    await sent
+    access.write(scope, status, started)
+
+
+def fuse(layers: Iterable[object]) -> list[object]:
+    """The stack's layers, outermost first, with each run of the template's own classes
+    in ORDER fused into one layer (header-only runs as start_headers.fused does).
+
+    Returns what Starlette's `add_middleware` takes: a class, or a factory that builds
+    the fused layer around the app.
+    """
+    result: list[object] = []
+    run: list[type] = []
+
+    def flush() -> None:
+        if len(run) > 1 and not all(issubclass(c, StartHeadersMiddleware) for c in run):
+            classes = tuple(run)
+            result.append(lambda app: FusedLayers(app, classes))
+        else:
+            result.extend(fused(run))
+        run.clear()
+
+    last = -1
+    for layer in layers:
+        place = rank(layer)
+        if place is None or place <= last:
+            flush()
+            last = -1
+        if place is None:
+            result.append(layer)
+        else:
+            run.append(layer)  # type: ignore[arg-type]
+            last = place
+    flush()
+    return result
+

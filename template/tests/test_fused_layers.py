@@ -1,0 +1,212 @@
+"""The fused layer (app/middleware/fused_layers.py) answers as the classes it runs do
+when each is its own layer: the same status, headers, body, access line and metrics,
+for ordinary and hostile requests, the access log and metrics on.
+
+Each request is sent twice, in-process, to create_app with the template's stack: once
+fused (what create_app builds), once with every class a layer of its own (wrapped in
+Starlette's Middleware, which fuse() leaves alone).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import io
+import re
+from collections.abc import AsyncIterator, Iterator
+from typing import Any
+
+import pytest
+from fastapi import APIRouter, FastAPI, Request
+from fastapi.responses import StreamingResponse
+from starlette.middleware import Middleware
+from starlette.requests import ClientDisconnect
+
+from app.core import metrics as core_metrics
+from app.main import create_app, middleware_layers
+from app.middleware.access_log import AccessLogMiddleware
+from app.middleware.fused_layers import FusedLayers
+from serving.setting_specs import BY_NAME
+from serving.settings import get_settings
+
+router = APIRouter(prefix="/fused")
+
+
+@router.get("/ok")
+async def ok() -> dict[str, bool]:
+    return {"ok": True}
+
+
+@router.post("/upload")
+async def upload(request: Request) -> dict[str, int]:
+    return {"size": len(await request.body())}
+
+
+@router.get("/crash")
+async def crash() -> None:
+    raise RuntimeError("crashed on purpose")
+
+
+@router.get("/late")
+async def late() -> StreamingResponse:
+    async def chunks() -> AsyncIterator[bytes]:
+        yield b"first"
+        raise RuntimeError("failed after the response started")
+
+    return StreamingResponse(chunks())
+
+
+@router.get("/gone")
+async def gone() -> None:
+    raise ClientDisconnect()
+
+
+HOST = (b"host", b"localhost")
+MANY = [(b"x-filler-%d" % n, b"x") for n in range(101)]
+BIG = 2_000_000  # over the default WEBSERVER_MAX_BODY_SIZE
+# name -> (method, path, headers, body chunks, http version)
+REQUESTS: dict[str, tuple[str, str, list[tuple[bytes, bytes]], list[bytes], str]] = {
+    "health": ("GET", "/health/", [HOST], [], "1.1"),
+    "a route of yours": ("GET", "/fused/ok", [HOST, (b"accept", b"*/*")], [], "1.1"),
+    "unmatched": ("GET", "/nowhere", [HOST], [], "1.1"),
+    "forged host": ("GET", "/health/", [(b"host", b"evil.example")], [], "1.1"),
+    "two hosts": ("GET", "/health/", [HOST, HOST], [], "1.1"),
+    "no host": ("GET", "/health/", [], [], "1.0"),
+    "101 headers": ("GET", "/health/", [HOST, *MANY], [], "1.1"),
+    "request id given": ("GET", "/health/", [HOST, (b"x-request-id", b"abc-123")], [], "1.1"),
+    "insane id, then a sane one": ("GET", "/health/", [
+        HOST, (b"x-request-id", b"bad id!"), (b"x-request-id", b"good-1")], [], "1.1"),
+    "small upload": ("POST", "/fused/upload", [HOST, (b"content-length", b"5")],
+                     [b"hello"], "1.1"),
+    "announced too large": ("POST", "/fused/upload", [
+        HOST, (b"content-length", str(BIG).encode())], [b"x" * 10], "1.1"),
+    "chunked too large": ("POST", "/fused/upload", [
+        HOST, (b"transfer-encoding", b"chunked")], [b"x" * 600_000] * 4, "1.1"),
+    "chunked, cut short": ("POST", "/fused/upload", [
+        HOST, (b"transfer-encoding", b"chunked")], [b"x" * 10, b"DISCONNECT"], "1.1"),
+    "HTTP/2 body, no length": ("POST", "/fused/upload", [HOST], [b"abc"], "2"),
+    "HTTP/2 body too large": ("POST", "/fused/upload", [HOST], [b"x" * 600_000] * 4, "2"),
+    "a 500": ("GET", "/fused/crash", [HOST], [], "1.1"),
+    "a failure after the start": ("GET", "/fused/late", [HOST], [], "1.1"),
+    "client gone": ("GET", "/fused/gone", [HOST], [], "1.1"),
+    "odd method": ("BREW", "/fused/ok", [HOST], [], "1.1"),
+}
+VARYING = {b"server-timing", b"date"}  # the value differs from one call to the next
+
+
+@pytest.fixture(scope="module")
+def apps() -> Iterator[tuple[FastAPI, FastAPI]]:
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv(BY_NAME["access_log"].env, "text")
+        patch.setenv(BY_NAME["metrics"].env, "port")
+        get_settings.cache_clear()
+        try:
+            layers = middleware_layers()
+            fused = create_app(user_routers=[router])
+            apart = create_app(middleware=[Middleware(layer) for layer in layers],  # type: ignore[arg-type]
+                               user_routers=[router])
+            for app in (fused, apart):  # each access line into a buffer of the app's
+                app.state.lines = io.StringIO()
+                for layer in _walk(app):
+                    for part in (layer, *getattr(layer, "parts", ())):
+                        if isinstance(part, AccessLogMiddleware):
+                            part.stream = app.state.lines
+            yield fused, apart
+        finally:
+            get_settings.cache_clear()
+
+
+def call(app: FastAPI, name: str) -> tuple[list[dict[str, Any]], list[Any]]:
+    method, path, headers, chunks, version = REQUESTS[name]
+    scope = {"type": "http", "asgi": {"version": "3.0"}, "http_version": version,
+             "method": method, "scheme": "http", "path": path, "raw_path": path.encode(),
+             "query_string": b"", "root_path": "", "headers": list(headers),
+             "client": ("127.0.0.1", 5000), "server": ("127.0.0.1", 8000),
+             "extensions": {}}
+    incoming = [{"type": "http.request", "body": chunk, "more_body": True}
+                for chunk in chunks or [b""]]
+    if incoming[-1]["body"] == b"DISCONNECT":
+        incoming[-1] = {"type": "http.disconnect"}
+    else:
+        incoming[-1]["more_body"] = False
+    sent: list[dict[str, Any]] = []
+
+    async def receive() -> dict[str, Any]:
+        if incoming:
+            return incoming.pop(0)
+        await asyncio.sleep(3600)  # a client that stays connected
+        return {"type": "http.disconnect"}
+
+    async def send(message: dict[str, Any]) -> None:
+        sent.append(message)
+
+    noted = core_metrics.pending_durations()
+    del noted[:]
+    try:
+        asyncio.run(app(scope, receive, send))
+    except RuntimeError:
+        sent.append({"type": "raised"})
+    observed = [entry[:3] for entry in noted]
+    del noted[:]
+    return sent, observed
+
+
+def shown(sent: list[dict[str, Any]], given_id: bool) -> list[Any]:
+    """The messages, with the values that differ by design (a new request id, the time
+    taken) replaced by their shape."""
+    result: list[Any] = []
+    for message in sent:
+        if message["type"] == "http.response.start":
+            headers = []
+            for name, value in message["headers"]:
+                if name in VARYING or (name == b"x-request-id" and not given_id):
+                    value = re.sub(rb"[0-9a-f.]", b"#", value)
+                headers.append((name, value))
+            result.append((message["status"], sorted(headers)))
+        else:
+            result.append({k: v for k, v in message.items()})
+    return result
+
+
+def access_lines(app: FastAPI) -> list[str]:
+    """The app's access lines since the last call, less what varies (the time, the
+    duration, a new request id)."""
+    text = app.state.lines.getvalue()
+    app.state.lines.seek(0)
+    app.state.lines.truncate()
+    return [re.sub(r"[0-9a-f]{32}$", "ID", re.sub(r"^\S+ | [0-9.]+ms ", " ", line))
+            for line in text.splitlines()]
+
+
+@pytest.mark.parametrize("name", REQUESTS)
+def test_the_fused_layer_answers_as_the_classes_apart(
+        name: str, apps: tuple[FastAPI, FastAPI]) -> None:
+    fused, apart = apps
+    given_id = any(header == b"x-request-id" for header, _ in REQUESTS[name][2])
+    got_fused, metrics_fused = call(fused, name)
+    lines_fused = access_lines(fused)
+    got_apart, metrics_apart = call(apart, name)
+    lines_apart = access_lines(apart)
+    assert got_fused, name
+    assert shown(got_fused, given_id) == shown(got_apart, given_id)
+    assert lines_fused == lines_apart
+    assert metrics_fused == metrics_apart
+
+
+def test_create_app_fuses_the_default_stack_into_one_layer(
+        apps: tuple[FastAPI, FastAPI]) -> None:
+    fused, apart = apps
+    kinds = [type(layer) for layer in _walk(fused)]
+    assert kinds.count(FusedLayers) == 1
+    assert {type(part) for part in next(
+        layer for layer in _walk(fused) if isinstance(layer, FusedLayers)).parts} >= set(
+        middleware_layers())
+    assert FusedLayers not in {type(layer) for layer in _walk(apart)}
+
+
+def _walk(app: FastAPI) -> Iterator[Any]:
+    if app.middleware_stack is None:
+        app.middleware_stack = app.build_middleware_stack()
+    layer: Any = app.middleware_stack
+    while layer is not None:
+        yield layer
+        layer = getattr(layer, "app", None)
