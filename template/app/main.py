@@ -101,10 +101,12 @@ def create_app(middleware: Sequence[object] | None = None,
     # responses, OpenAPI and body limits behave as FastAPI documents them
     # (tests/test_routing.py compares the app with a plain FastAPI one).
     app.include_router(HEALTH_ROUTER)
+    # The static files before yours: a catch-all of yours (a single-page app's
+    # `/{path:path}`) must not take them. One prefix check, not a route list.
+    app.mount("/static", StaticFiles(directory=STATIC_DIR), name="static")
     for router in discovered_routers() if user_routers is None else user_routers:
         app.include_router(router)
     for router in EXAMPLE_ROUTERS:
         app.include_router(router)
-    app.mount("/static", StaticFiles(directory=STATIC_DIR), name="static")
     custom.customize(app)
     return app

@@ -159,7 +159,7 @@ def shown(sent: list[dict[str, Any]], given_id: bool) -> list[Any]:
             headers = []
             for name, value in message["headers"]:
                 if name in VARYING or (name == b"x-request-id" and not given_id):
-                    value = re.sub(rb"[0-9a-f.]", b"#", value)
+                    value = re.sub(rb"[0-9a-f.]+", b"#", value)  # 9.87 and 12.34 alike
                 headers.append((name, value))
             result.append((message["status"], sorted(headers)))
         else:

@@ -471,3 +471,40 @@ def test_metrics_at_a_path_of_the_app_port(engine: str) -> None:
     assert families(text) == FAMILIES
     ((info, _),) = scraped(text, "webserver_info")
     assert (info["engine"], info["workers"]) == (engine, "2")
+
+
+def test_a_failed_write_does_not_stop_the_next_ones(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The writes' timer goes on after a write fails (a full disk): the durations noted
+    since are written by the next one, not held in memory for the worker's life."""
+    import asyncio
+
+    from app.middleware import metrics as layer
+
+    calls: list[float] = []
+    real = layer.write_batches
+
+    def failing_once() -> None:
+        calls.append(time.monotonic())
+        if len(calls) == 1:
+            raise OSError(28, "No space left on device")
+        real()
+
+    monkeypatch.setattr(layer, "write_batches", failing_once)
+
+    async def ok(scope: dict, receive: object, send: object) -> None:
+        await send({"type": "http.response.start", "status": 200, "headers": []})  # type: ignore[operator]
+        await send({"type": "http.response.body", "body": b""})  # type: ignore[operator]
+
+    async def run() -> None:
+        asyncio.get_running_loop().set_exception_handler(lambda loop, context: None)
+        app = layer.MetricsMiddleware(ok)
+
+        async def sent(message: dict) -> None:
+            pass
+
+        await app({"type": "http", "method": "GET", "path": "/x", "headers": []},
+                  None, sent)
+        await asyncio.sleep(layer.WRITE_SECONDS * 4.5)
+
+    asyncio.run(run())
+    assert len(calls) >= 3, calls

@@ -211,20 +211,23 @@ def test_dependencies_guard_the_routes() -> None:
                            json={"item_id": 1}).status_code == 201
 
 
-def test_health_comes_first_then_yours_then_the_examples() -> None:
+def test_health_and_static_come_first_then_yours_then_the_examples() -> None:
     """The order create_app includes routers in (app/main.py, docs/index.md): a path
-    the examples or the static files also serve is yours; /health/ stays the probes'."""
+    the examples also serve is yours, even to a catch-all of yours; /health/ stays the
+    probes' and /static the static files'."""
     yours = APIRouter()
 
     @yours.get("/demo/items/{item_id}")
-    @yours.get("/static/hello.txt")
     @yours.get("/health/")
+    @yours.get("/{full_path:path}")
     async def mine() -> PlainTextResponse:
         return PlainTextResponse("yours")
 
     with TestClient(create_app(middleware=(), user_routers=[yours])) as client:
         assert client.get("/demo/items/1").text == "yours"
-        assert client.get("/static/hello.txt").text == "yours"
+        assert client.get("/ws/anything").text == "yours"
+        assert client.get("/static/hello.txt").text != "yours"
+        assert client.get("/static/hello.txt").status_code == 200
         assert client.get("/health/").text != "yours"
         assert client.get("/health/").status_code == 200
 

@@ -19,6 +19,7 @@ layer (app/middleware/fused_layers.py), through `begin` and `observe`.
 from __future__ import annotations
 
 import asyncio
+import logging
 from time import perf_counter
 from typing import Any
 
@@ -35,6 +36,7 @@ from app.core.metrics import (
 )
 from app.middleware.messages import Message
 
+logger = logging.getLogger("app.server")
 SERVER_ERROR = 5  # the class of a request that ended with no response started
 SHUTDOWN_DONE = "lifespan.shutdown.complete"
 
@@ -49,10 +51,12 @@ class MetricsMiddleware:
         self.loop: object = None  # the asyncio loop, or the trio run's token
 
     def _write(self, loop: asyncio.AbstractEventLoop | None = None) -> None:
-        write_batches()
-        self.in_flight.set(self.active)
-        if loop is not None and loop is self.loop and not loop.is_closed():
-            loop.call_later(WRITE_SECONDS, self._write, loop)
+        try:
+            write_batches()
+            self.in_flight.set(self.active)
+        finally:  # a failed write (a full disk) is logged by the loop; the next one tries again
+            if loop is not None and loop is self.loop and not loop.is_closed():
+                loop.call_later(WRITE_SECONDS, self._write, loop)
 
     def lifespan(self, scope: Scope, receive: Receive, send: Send) -> Any:
         def send_written(message: Message) -> Any:
@@ -111,7 +115,11 @@ class MetricsMiddleware:
 
         while token is self.loop:
             await trio.sleep(WRITE_SECONDS)
-            self._write()
+            try:
+                self._write()
+            except Exception:  # an error in a system task would end the whole trio run
+                logger.exception("Writing the metrics failed; trying again in %s s.",
+                                 WRITE_SECONDS)
 
     def observe(self, scope: Scope, status: int, started: float) -> None:
         """A request ended, answered with `status` (0: no response started)."""
