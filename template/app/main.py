@@ -13,13 +13,16 @@ from starlette.middleware import Middleware
 from app import custom
 from app.api import demo, echo, health
 from app.core import tracing
-from app.middleware import AROUND, GUARDS, WITHIN
+from app.middleware import GUARDS, WITHIN
 from app.middleware.access_log import access_log_layer
 from app.middleware.cors import cors_layer
 from app.middleware.errors import ServerErrorMiddleware, configure_logging
 from app.middleware.fused_layers import fuse
 from app.middleware.metrics import MetricsMiddleware
+from app.middleware.request_id import RequestIdMiddleware
 from app.middleware.request_limits import BodySizeBeforeYoursMiddleware
+from app.middleware.security_headers import SecurityHeadersMiddleware
+from app.middleware.timing import TimingMiddleware
 from app.middleware.tracing import TracingMiddleware
 from app.routes import discovered_routers
 from serving.settings import PROJECT_NAME, get_settings
@@ -61,6 +64,21 @@ def observability_layers() -> tuple[type, ...]:
     return tuple(layers)
 
 
+def request_id_layer() -> tuple[type, ...]:
+    """The request id (WEBSERVER_REQUEST_ID), which the access log and the 500s' log
+    lines carry."""
+    return (RequestIdMiddleware,) if get_settings().request_id else ()
+
+
+def answer_header_layers() -> tuple[type, ...]:
+    """The headers every answer carries, each a setting of its own: Server-Timing
+    (WEBSERVER_SERVER_TIMING, off: a debugging aid that costs every request), the
+    security headers (WEBSERVER_SECURITY_HEADERS). Their cost: docs/benchmarks.md."""
+    settings = get_settings()
+    return ((TimingMiddleware,) if settings.server_timing else ()) + (
+        (SecurityHeadersMiddleware,) if settings.security_headers else ())
+
+
 def routers() -> list[APIRouter]:
     """Every router the app includes, in order: /health/, yours (app/routes/, a package
     the template never writes after the first render), the template's examples."""
@@ -76,8 +94,8 @@ def middleware_layers(yours: Sequence[object] | None = None) -> tuple[object, ..
     yours = custom.MIDDLEWARE if yours is None else yours
     # Only with middleware of yours: a 500 it raises, and a body it reads.
     before_yours = (ServerErrorMiddleware, BodySizeBeforeYoursMiddleware) if yours else ()
-    return (*observability_layers(), *AROUND[:1], *access_log_layer(), *AROUND[1:],
-            *cors_layer(), *GUARDS, *before_yours, *yours, *WITHIN)
+    return (*observability_layers(), *request_id_layer(), *access_log_layer(),
+            *answer_header_layers(), *cors_layer(), *GUARDS, *before_yours, *yours, *WITHIN)
 
 
 def as_middleware(layer: object) -> Middleware:

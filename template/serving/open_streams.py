@@ -117,8 +117,12 @@ def asyncio_runs() -> bool:
 
 
 def has_length(headers: Iterable[tuple[bytes, bytes]]) -> bool:
-    # The length check first: most names are not 14 bytes long.
-    return any(len(name) == 14 and name.lower() == b"content-length" for name, _ in headers)
+    # A loop, not any() over a generator: this runs on every answer. The length check
+    # first: most names are not 14 bytes long.
+    for name, _ in headers:
+        if len(name) == 14 and name.lower() == b"content-length":
+            return True
+    return False
 
 
 def noting_send(entry: Open, send: Send) -> Send:
@@ -140,6 +144,16 @@ def noting_send(entry: Open, send: Send) -> Send:
         await send(message)
 
     return noting
+
+
+def noted(task: asyncio.Task[object], scope: Scope) -> Open:
+    """A stream begins (its answer has no Content-Length, or a WebSocket is accepted):
+    its task noted, to be ended at the stop. Its time counts from here."""
+    entry = Open(scope["type"], f"{scope.get('method', 'WebSocket')} {scope.get('path', '')}",
+                 streaming=True)
+    OPEN_STREAMS.watch(task.get_loop())
+    OPEN_STREAMS.open[task] = entry
+    return entry
 
 
 class OpenStreamsMiddleware:
@@ -166,30 +180,23 @@ class OpenStreamsMiddleware:
                 OPEN_STREAMS.watch(asyncio.get_running_loop())
             await self.app(scope, receive, send)
             return
-        since = time.monotonic()
         entry: Open | None = None
 
-        def note() -> Open:
-            noted = Open(kind, f"{scope.get('method', 'WebSocket')} {scope.get('path', '')}",
-                         since=since, streaming=True)
-            OPEN_STREAMS.watch(task.get_loop())
-            OPEN_STREAMS.open[task] = noted
-            return noted
-
         def noting(message: Message) -> Awaitable[None]:
+            # Few names from outside: each is a cell made per request.
             nonlocal entry
             kind = message["type"]
             if kind == "http.response.start":
                 if server_stopping.is_set():  # an answer after the stop closes its connection
                     message = {**message, "headers": [*message.get("headers", ()), CLOSE]}
                 if entry is None and not has_length(message.get("headers", ())):
-                    entry = note()
+                    entry = noted(task, scope)
             elif kind == "http.response.body":
                 if entry is not None:
                     entry.done = not message.get("more_body", False)
             elif kind == "websocket.accept":
                 if entry is None:
-                    entry = note()
+                    entry = noted(task, scope)
             elif kind == "websocket.close" and entry is not None:
                 entry.done = True
             return send(message)

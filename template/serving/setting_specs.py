@@ -162,6 +162,14 @@ SETTINGS: tuple[SettingSpec, ...] = (
     SettingSpec("access_log", str, "off",
                 "one line per request (time, client, method, path, status, duration, "
                 "request id)", choices=ACCESS_LOG_FORMATS),
+    SettingSpec("request_id", bool, True,
+                "X-Request-ID on every answer and in the log lines: the caller's when sane, "
+                "else a new one"),
+    SettingSpec("security_headers", bool, True,
+                "X-Content-Type-Options, X-Frame-Options and Referrer-Policy on every answer "
+                "that has not set its own"),
+    SettingSpec("server_timing", bool, False,
+                "Server-Timing on every answer: the app's time to the response's start"),
     SettingSpec("log_format", str, "text",
                 "the app's and the engine's log lines (stderr): text, or json with the "
                 "request and trace ids", choices=LOG_FORMATS),

@@ -23,8 +23,10 @@ RANGE = "bytes=2-6"  # a part of the static file: 206, through the middleware to
 ECHO = "echo through the engine"
 ECHO_BYTES = b"\x00\xffbinary frame"
 # observe() reads the API docs and the full health report, both off by default
-# (docs/security.md): the servers it observes run with these.
-OPEN = {"WEBSERVER_API_DOCS": "true", "WEBSERVER_HEALTH_DETAIL": "full"}
+# (docs/security.md), and Server-Timing, off by default: the servers it observes run
+# with these.
+OPEN = {"WEBSERVER_API_DOCS": "true", "WEBSERVER_HEALTH_DETAIL": "full",
+        "WEBSERVER_SERVER_TIMING": "true"}
 
 
 def loop_for(engine: str) -> str:

@@ -98,6 +98,7 @@ def apps() -> Iterator[tuple[FastAPI, FastAPI]]:
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv(BY_NAME["access_log"].env, "text")
         patch.setenv(BY_NAME["metrics"].env, "port")
+        patch.setenv(BY_NAME["server_timing"].env, "true")  # every layer that has one
         get_settings.cache_clear()
         try:
             layers = middleware_layers()

@@ -105,9 +105,11 @@ def drive(wrap: Any, *messages: dict[str, Any]) -> list[dict[str, Any]]:
 
 
 def stack(app: Any) -> Any:
-    """The stack create_app builds, access log on, around `app` in place of its router."""
+    """The stack create_app builds, access log and Server-Timing on, around `app` in place
+    of its router."""
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv(BY_NAME["access_log"].env, "text")
+        patch.setenv(BY_NAME["server_timing"].env, "true")
         get_settings.cache_clear()
         try:
             application = create_app()
@@ -128,8 +130,10 @@ class Passing:
 
 
 def installed(monkeypatch: pytest.MonkeyPatch, access_log: str) -> set[type]:
-    """The classes in the stack create_app really builds, fused members included."""
+    """The classes in the stack create_app really builds, fused members included
+    (Server-Timing, off by default, on)."""
     monkeypatch.setenv(BY_NAME["access_log"].env, access_log)
+    monkeypatch.setenv(BY_NAME["server_timing"].env, "true")
     if access_log == "json":  # and traces on, with a provider that exports nowhere
         from opentelemetry.sdk.trace import TracerProvider
 
@@ -216,6 +220,46 @@ def test_headers_the_app_set_itself_are_left_alone() -> None:
     assert headers[b"server-timing"] == [b"db;dur=3"]
     assert headers[b"x-content-type-options"] == [b"nosniff"]  # the others still added
     assert len(headers[b"x-request-id"]) == 1
+
+
+ANSWER_HEADERS = {
+    "request_id": {b"x-request-id"},
+    "security_headers": {b"x-content-type-options", b"x-frame-options", b"referrer-policy"},
+    "server_timing": {b"server-timing"},
+}
+
+
+@pytest.mark.parametrize(("changed", "expected"), [
+    ({}, {"request_id", "security_headers"}),  # the defaults: Server-Timing off
+    ({"server_timing": "true"}, {"request_id", "security_headers", "server_timing"}),
+    ({"request_id": "false"}, {"security_headers"}),
+    ({"security_headers": "false", "request_id": "false"}, set()),
+])
+def test_each_header_layer_is_a_setting(monkeypatch: pytest.MonkeyPatch,
+                                        changed: dict[str, str], expected: set[str]) -> None:
+    for name, value in changed.items():
+        monkeypatch.setenv(BY_NAME[name].env, value)
+    monkeypatch.setenv(BY_NAME["access_log"].env, "text")  # writes `-` for no request id
+    get_settings.cache_clear()
+    try:
+        application = create_app()
+        application.router = downstream(START, *BODY)  # type: ignore[assignment]
+        sent: list[dict[str, Any]] = []
+
+        async def send(message: dict[str, Any]) -> None:
+            sent.append(message)
+
+        async def receive() -> dict[str, Any]:
+            return {"type": "http.request", "body": b"", "more_body": False}
+
+        asyncio.run(application.build_middleware_stack()(dict(SCOPE), receive, send))
+    finally:
+        get_settings.cache_clear()
+    names = set(start_of(sent))
+    for setting, headers in ANSWER_HEADERS.items():
+        assert (headers <= names) is (setting in expected), setting
+        assert not (headers & names) or setting in expected, setting
+    assert sent[1:] == BODY
 
 
 @pytest.mark.parametrize(("given", "kept"), [
