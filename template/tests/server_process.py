@@ -168,9 +168,10 @@ def stop(server: Server, grace: float = 15.0) -> int:
         except subprocess.TimeoutExpired:
             process.kill()
             process.wait()
+            # Not `from None`: called while a test's own failure unwinds (a `with`
+            # block's exit), that would hide the failure behind this one.
             raise BootError(
-                f"server ignored SIGTERM for {grace} s:\n{server.output()[-3000:]}"
-            ) from None
+                f"server ignored SIGTERM for {grace} s:\n{server.output()[-3000:]}")
     return process.returncode
 
 

@@ -19,7 +19,7 @@ from __future__ import annotations
 import asyncio
 import signal
 import threading
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from types import FrameType
 
@@ -134,10 +134,12 @@ def served_app() -> ASGIApp:
         signal.signal(number, signal.SIG_DFL)
     served, settings = create_served_app(), get_settings()
 
-    async def app(scope: Scope, receive: Receive, send: Send) -> None:
+    def app(scope: Scope, receive: Receive, send: Send) -> Awaitable[None]:
+        # A plain function handing back the served app's coroutine: granian awaits what
+        # the call returns, and a coroutine of its own here cost every request.
         if scope["type"] == "lifespan":  # on the worker's loop, granian's handlers set
             stop_in_order(asyncio.get_running_loop(), settings)
-        await served(scope, receive, send)
+        return served(scope, receive, send)
 
     return app
 
