@@ -21,13 +21,18 @@ class HTTP2Off:
     def __init__(self, app: ASGIApp) -> None:
         self.app = app
 
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+    def __call__(self, scope: Scope, receive: Receive, send: Send) -> Awaitable[None]:
+        # Plain functions handing back the app's awaitable, here and below: a coroutine
+        # of each layer's own would cost every request.
         if scope.get("http_version") == "2":
-            await send({"type": "http.response.start", "status": 505,
-                        "headers": [(b"content-length", b"0")]})
-            await send({"type": "http.response.body", "body": b""})
-            return
-        await self.app(scope, receive, send)
+            return refuse_http2(send)
+        return self.app(scope, receive, send)
+
+
+async def refuse_http2(send: Send) -> None:
+    await send({"type": "http.response.start", "status": 505,
+                "headers": [(b"content-length", b"0")]})
+    await send({"type": "http.response.body", "body": b""})
 
 
 class HeadSizeLimit:
@@ -38,24 +43,28 @@ class HeadSizeLimit:
     def __init__(self, app: ASGIApp, max_header_size: int) -> None:
         self.app, self.max_size = app, max_header_size
 
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+    def __call__(self, scope: Scope, receive: Receive, send: Send) -> Awaitable[None]:
         if scope["type"] == "http" and head_size(scope) > self.max_size:
-            await send({"type": "http.response.start", "status": 431,
-                        "headers": [(b"content-type", b"application/json"),
-                                    (b"content-length", str(len(TOO_LARGE_BODY)).encode()),
-                                    (b"connection", b"close")]})
-            await send({"type": "http.response.body", "body": TOO_LARGE_BODY})
-            return
-        await self.app(scope, receive, send)
+            return refuse_head(send)
+        return self.app(scope, receive, send)
+
+
+async def refuse_head(send: Send) -> None:
+    await send({"type": "http.response.start", "status": 431,
+                "headers": [(b"content-type", b"application/json"),
+                            (b"content-length", str(len(TOO_LARGE_BODY)).encode()),
+                            (b"connection", b"close")]})
+    await send({"type": "http.response.body", "body": TOO_LARGE_BODY})
 
 
 def head_size(scope: Scope) -> int:
     """The request line and headers as sent, but for the spaces around each value."""
     query = scope["query_string"]
-    line = (len(scope["method"]) + 1 + len(scope["raw_path"] or b"")
-            + (1 + len(query) if query else 0) + len(" HTTP/1.1") + CRLF)
-    return line + sum(len(name) + COLON_SPACE + len(value) + CRLF
-                      for name, value in scope["headers"]) + CRLF
+    size = (len(scope["method"]) + 1 + len(scope["raw_path"] or b"")
+            + (1 + len(query) if query else 0) + len(" HTTP/1.1") + CRLF + CRLF)
+    for name, value in scope["headers"]:  # a loop, not sum() over a generator: per request
+        size += len(name) + COLON_SPACE + len(value) + CRLF
+    return size
 
 
 class UnreadBody:

@@ -17,7 +17,7 @@ import signal
 import socket
 import sys
 import traceback
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from multiprocessing.connection import Connection
 
 import anyio
@@ -46,15 +46,15 @@ class Worker:
         self.requests_left = (worker_max_requests + random.randint(0, worker_max_requests // 10)
                               if worker_max_requests else 0)
 
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+    def __call__(self, scope: Scope, receive: Receive, send: Send) -> Awaitable[None]:
+        # A plain function handing back the app's awaitable: no coroutine per request.
         if scope["type"] == "lifespan":
-            await self.app(scope, receive, self.reporting(send))
-            return
+            return self.app(scope, receive, self.reporting(send))
         if self.requests_left and scope["type"] == "http":
             self.requests_left -= 1
             if not self.requests_left and self.supervisor is not None:
                 self.supervisor.send_bytes(RECYCLE)
-        await self.app(scope, receive, send)
+        return self.app(scope, receive, send)
 
     def reporting(self, send: Send) -> Send:
         async def reported(message: Message) -> None:
@@ -138,7 +138,8 @@ def serve_on_asyncio(loop: str, app: ASGIApp, served: object, settings: Settings
             await stop_in_order(settings, quic,
                                 lambda task, *args: nudges.add(asyncio.create_task(task(*args))))
 
-        await hypercorn_serve(app, served, shutdown_trigger=trigger)  # type: ignore[arg-type]
+        await hypercorn_serve(app, served, shutdown_trigger=trigger,  # type: ignore[arg-type]
+                              mode="asgi")  # its guess reads a plain function as WSGI
 
     if loop == "uvloop":
         import uvloop
@@ -163,7 +164,8 @@ def serve_on_trio(loop: str, app: ASGIApp, served: object, settings: Settings,
                         break
                     await stop_in_order(settings, quic, nursery.start_soon)
 
-                await hypercorn_serve(app, served, shutdown_trigger=trigger)  # type: ignore[arg-type]
+                await hypercorn_serve(app, served, shutdown_trigger=trigger,  # type: ignore[arg-type]
+                                      mode="asgi")
             nursery.cancel_scope.cancel()
 
     try:
