@@ -10,7 +10,8 @@ listener (serving/drain.py); on SIGHUP it replaces each worker once the new one 
 Its workers are forked from the launcher, where uvicorn spawns them (a new interpreter
 that imports uvicorn, the settings and this package again before the app): the
 launcher has imported all of that but the app, which each worker imports itself
-(serving/served_app.py), so a SIGHUP's new workers serve the app's code on disk. A fork
+(serving/served_app.py; your app/custom.py, which the launcher reads, again), so a
+SIGHUP's new workers serve the app's code on disk. A fork
 copies no thread: the launcher holds none (the metrics listener is a process of its
 own, serving/metrics_listener.py)."""
 
@@ -27,7 +28,7 @@ from uvicorn.supervisors.multiprocess import Multiprocess, Process
 
 from app.core.stopping import server_stopping
 from serving import drain, reload
-from serving.settings import get_settings
+from serving.served_app import forget_your_modules
 
 RECYCLED = 0  # a worker's exit code after `limit_max_requests`
 STARTUP_FAILURE = 3  # uvicorn's exit code when it fails to start (docs/private-names.md)
@@ -59,7 +60,7 @@ class WorkerProcess(Process):
             if callable(signal.getsignal(number)):
                 signal.signal(number, signal.default_int_handler
                               if number == signal.SIGINT else signal.SIG_DFL)
-        get_settings.cache_clear()  # built from this run's environment, as when spawned
+        forget_your_modules()  # your app/custom.py read from disk, as a spawned worker does
         self.target(sockets=sockets)  # uvicorn's worker: its health-check thread, its server
 
     @property
