@@ -45,7 +45,6 @@ def create_served_app(app: ASGIApp | None = None) -> ASGIApp:
     return OpenStreamsMiddleware(ProbeMiddleware(proxied), stream_stop_timeout)
 
 
-
 def yours(module: str) -> bool:
     """A module of app/ that is not the template's own (TEMPLATES_OWN)."""
     return module.startswith("app.") and not any(

@@ -8,10 +8,10 @@ listener (serving/drain.py); on SIGHUP it replaces each worker once the new one 
 (serving/reload.py). Its workers set `server_stopping` as they stop.
 
 Its workers are forked from the launcher, where uvicorn spawns them (a new interpreter
-that imports uvicorn, the settings and this package again before the app): the
-launcher has imported all of that but the app, which each worker imports itself
-(serving/served_app.py; your app/custom.py, which the launcher reads, again), so a
-SIGHUP's new workers serve the app's code on disk. A fork
+that imports uvicorn, the settings and this package again before the app: 0.65 s more
+to the first 200, docs/deploy.md). The launcher has imported all of that but the app,
+which each worker imports itself (serving/served_app.py; your app/custom.py, which the
+launcher reads, again), so a SIGHUP's new workers serve the app's code on disk. A fork
 copies no thread: the launcher holds none (the metrics listener is a process of its
 own, serving/metrics_listener.py)."""
 
