@@ -21,11 +21,12 @@ from app.core.metrics import MULTIPROC_ENV, RUN_LOCK, registry
 
 RUN_PREFIX = "webserver-metrics-"
 # Engines whose launcher never forks: their workers are spawned, new interpreters
-# (uvicorn's supervisor and reloader, serving/engines/uvicorn/; Hypercorn's,
-# serving/engines/hypercorn/workers.py). granian forks its workers from the launcher
-# (before 3.14) and gunicorn's arbiter forks them: a fork of a process with threads
-# can inherit a lock one of them held, so there the listener is a process.
-SPAWNING_ENGINES = frozenset({"uvicorn", "hypercorn"})
+# (Hypercorn's, serving/engines/hypercorn/workers.py). granian forks its workers from
+# the launcher (before 3.14), gunicorn's arbiter forks them, and so does the
+# launcher's uvicorn supervisor (serving/engines/uvicorn/workers.py): a fork of a
+# process with threads can inherit a lock one of them held, so there the listener is
+# a process.
+SPAWNING_ENGINES = frozenset({"hypercorn"})
 
 
 class ListenerThread:

@@ -10,6 +10,8 @@ factory of its own (serving/engines/granian.py, gunicorn.py).
 
 from __future__ import annotations
 
+import sys
+
 from starlette.types import ASGIApp
 
 from serving.forwarded import ForwardedHeadersMiddleware
@@ -19,6 +21,9 @@ from serving.probes import ProbeMiddleware
 from serving.settings import get_settings
 
 APP_TARGET = f"{__name__}:create_served_app"  # what an engine's `factory=True` imports
+# The template's modules of app/ that a launcher imports (and whose objects its workers
+# share with it, `server_stopping` among them); the rest of app/ is yours.
+TEMPLATES_OWN = ("app.core", "app.cli", "app.__main__")
 
 
 def create_served_app(app: ASGIApp | None = None) -> ASGIApp:
@@ -38,3 +43,21 @@ def create_served_app(app: ASGIApp | None = None) -> ASGIApp:
     # The streams' layer outermost: a coroutine function, which every engine takes for
     # an ASGI 3 app; the probes' is a plain function inside it.
     return OpenStreamsMiddleware(ProbeMiddleware(proxied), stream_stop_timeout)
+
+
+def yours(module: str) -> bool:
+    """A module of app/ that is not the template's own (TEMPLATES_OWN)."""
+    return module.startswith("app.") and not any(
+        module == own or module.startswith(f"{own}.") for own in TEMPLATES_OWN)
+
+
+def forget_your_modules() -> None:
+    """In a worker forked from the launcher, before it builds the app: forget your
+    modules the launcher imported (app/custom.py, which the settings check reads, and
+    what it imports), so that the worker imports them from disk as a spawned one does,
+    and the workers a SIGHUP starts serve the custom.py on disk."""
+    for name in [name for name in sys.modules if yours(name)]:
+        del sys.modules[name]
+        package, _, module = name.rpartition(".")
+        if package in sys.modules:  # `from app import custom` takes its attribute first
+            vars(sys.modules[package]).pop(module, None)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import statistics
 import sys
 import time
@@ -12,7 +13,7 @@ import pytest
 
 from app.core import loops
 from tests import request_set
-from tests.server_process import running_server
+from tests.server_process import children, running_server
 
 loop_for = request_set.loop_for
 # The module a running loop's class comes from, by loop name: written out, not read
@@ -138,6 +139,22 @@ def test_two_workers_both_run_the_loop(engine: str) -> None:
     assert len(seen) == 2
     module = LOOP_MODULES[expected_loop(engine, loop)]
     assert all(loop_class.startswith(module + ".") for loop_class in seen.values())
+
+
+def test_uvicorns_workers_are_forked_from_a_launcher_of_one_thread() -> None:
+    """uvicorn's workers are forked from the launcher, not spawned: a spawned worker
+    imports uvicorn, the settings and the serving layer again before the app, most of
+    a second more to the first 200 (docs/engines.md). A fork copies only the thread
+    that forks, so the launcher holds no other (the metrics listener is a process)."""
+    with running_server(["--engine", "uvicorn", "--workers", "2"]) as server:
+        launcher = server.process.pid
+        command = Path(f"/proc/{launcher}/cmdline").read_bytes()
+        # A forked child keeps its parent's command line; a spawned one is `-c ...`.
+        workers = [pid for pid in children(launcher)
+                   if Path(f"/proc/{pid}/cmdline").read_bytes() == command]
+        threads = os.listdir(f"/proc/{launcher}/task")
+    assert len(workers) == 2, (command, workers)
+    assert threads == [str(launcher)], threads
 
 
 @pytest.mark.parametrize("engine", loops.ENGINES)

@@ -369,7 +369,7 @@ def metric_files(launcher: int) -> list[str]:
 
 # Where the listener of WEBSERVER_METRICS=port runs (docs/observability.md): a thread of
 # the launcher where no worker is forked from it, else a process of its own.
-LISTENER = {"uvicorn": "thread", "hypercorn": "thread", "granian": "process",
+LISTENER = {"uvicorn": "process", "hypercorn": "thread", "granian": "process",
             "gunicorn": "process"}
 
 

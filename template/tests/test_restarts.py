@@ -200,6 +200,33 @@ def test_sighup_with_a_broken_version_keeps_the_old_workers(engine: str,
     assert "SyntaxError" in refusal and "app/api/health.py:" in refusal, refusal
 
 
+YOUR_CUSTOMIZE = '''
+
+def customize(app: FastAPI) -> None:
+    @app.get("/custom-version")
+    async def custom_version() -> dict[str, str]:
+        return {"version": "new"}
+'''
+
+
+@pytest.mark.parametrize("engine", loops.ENGINES)
+def test_sighup_serves_your_new_custom_py(engine: str, editable: Path) -> None:
+    """app/custom.py is read by the launcher too (your APP_ settings are checked before
+    serving): a worker forked from it must still build the app from the file on disk."""
+    custom = editable.parents[1] / "custom.py"
+    args = ["--engine", engine, "--loop", loop_for(engine), "--workers", "1"]
+    with running_server(args, cwd=editable.parents[2]) as server:
+        before = worker_pids(server)
+        custom.write_text(custom.read_text() + YOUR_CUSTOMIZE)
+        server.process.send_signal(signal.SIGHUP)
+        done = wait_until(lambda: not worker_pids(server, tries=5) & before, timeout=30)
+        answer = httpx.get(f"{server.url}/custom-version", timeout=5)
+        output = server.output()
+    assert done, output[-3000:]
+    assert answer.status_code == 200, output[-3000:]
+    assert answer.json() == {"version": "new"}
+
+
 # How each engine recycles: by request count where it can, granian by memory (it
 # samples every 5 s; 1 MiB is less than any worker's).
 RECYCLING = {"uvicorn": ["--worker-max-requests", "50"],

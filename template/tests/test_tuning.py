@@ -219,6 +219,20 @@ def test_a_killed_worker_stops_the_server_when_respawn_is_off(engine: str) -> No
     assert server.process.returncode not in (0, None), server.output()[-2000:]
 
 
+def test_a_uvicorn_worker_stopped_by_sigterm_is_not_taken_for_a_recycled_one() -> None:
+    """A worker sent SIGTERM by someone else exits as a failed one (-15), not as a
+    recycled one (0): with respawn off the server stops. uvicorn's workers are forked
+    from the launcher, whose supervisor queues the signals it gets: a worker that kept
+    its handler would end with 0 and be replaced."""
+    with running_server(["--engine", "uvicorn", "--workers", "2",
+                         "--no-respawn-failed-workers"]) as server:
+        os.kill(detail(server.url)["pid"], signal.SIGTERM)
+        server.process.wait(timeout=15)
+        output = server.output()
+    assert server.process.returncode not in (0, None), output[-2000:]
+    assert "died with exit code -15" in output, output[-2000:]
+
+
 def read_response(sock: socket.socket) -> Response:
     """One whole response, however its body is framed (bench/http1.py)."""
     responses = ResponseReader()

@@ -33,7 +33,7 @@ from app.core import logs, loops
 from app.core.stopping import server_stopping
 from serving import drain, reload
 from serving.open_streams import OPEN_STREAMS
-from serving.served_app import create_served_app
+from serving.served_app import create_served_app, forget_your_modules
 from serving.settings import Settings, get_settings
 
 NAME = "granian"
@@ -132,6 +132,7 @@ def served_app() -> ASGIApp:
     # once the app is built: a worker stopped while it imports the app must stop.
     for number in STOP_SIGNALS:
         signal.signal(number, signal.SIG_DFL)
+    forget_your_modules()  # your app/custom.py read from disk, not the launcher's copy
     served, settings = create_served_app(), get_settings()
 
     def app(scope: Scope, receive: Receive, send: Send) -> Awaitable[None]:

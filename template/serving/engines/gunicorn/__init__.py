@@ -39,7 +39,7 @@ from app.core import logs, loops
 from app.core.stopping import server_stopping
 from serving import drain, reload
 from serving.engines.gunicorn.worker import PID_BYTES, POLL, STOP_SIGNALS, GunicornLimits
-from serving.served_app import create_served_app
+from serving.served_app import create_served_app, forget_your_modules
 from serving.settings import Settings, get_settings
 from serving.websockets_off import WebSocketsOff
 
@@ -127,6 +127,7 @@ class GunicornApp(BaseApplication):
             self.cfg.set(name, value)
 
     def load(self) -> ASGIApp:  # in each worker
+        forget_your_modules()  # your app/custom.py read from disk, not the arbiter's copy
         served = create_served_app()
         return served if get_settings().websockets else WebSocketsOff(served)
 

@@ -5,12 +5,22 @@ there, one worker included) replaces one recycled by `limit_max_requests` (exit 
 another only with WEBSERVER_RESPAWN_FAILED_WORKERS=true, else stops the server (exit
 1). On SIGTERM it takes the queued connections before uvicorn closes (resets) the
 listener (serving/drain.py); on SIGHUP it replaces each worker once the new one serves
-(serving/reload.py). Its workers set `server_stopping` as they stop."""
+(serving/reload.py). Its workers set `server_stopping` as they stop.
+
+Its workers are forked from the launcher, where uvicorn spawns them (a new interpreter
+that imports uvicorn, the settings and this package again before the app: 0.65 s more
+to the first 200, docs/deploy.md). The launcher has imported all of that but the app,
+which each worker imports itself (serving/served_app.py; your app/custom.py, which the
+launcher reads, again), so a SIGHUP's new workers serve the app's code on disk. A fork
+copies no thread: the launcher holds none (the metrics listener is a process of its
+own, serving/metrics_listener.py)."""
 
 from __future__ import annotations
 
 import contextlib
 import logging
+import multiprocessing
+import signal
 from socket import socket
 
 import uvicorn
@@ -18,9 +28,11 @@ from uvicorn.supervisors.multiprocess import Multiprocess, Process
 
 from app.core.stopping import server_stopping
 from serving import drain, reload
+from serving.served_app import forget_your_modules
 
 RECYCLED = 0  # a worker's exit code after `limit_max_requests`
 STARTUP_FAILURE = 3  # uvicorn's exit code when it fails to start (docs/private-names.md)
+FORK = multiprocessing.get_context("fork")
 logger = logging.getLogger("uvicorn.error")
 
 
@@ -32,7 +44,24 @@ class WorkerServer(uvicorn.Server):
 
 
 class WorkerProcess(Process):
-    """A worker whose server sets `server_stopping` (app/core/stopping.py)."""
+    """A worker whose server sets `server_stopping` (app/core/stopping.py), forked."""
+
+    def __init__(self, config: uvicorn.Config, sockets: list[socket]) -> None:
+        super().__init__(config, sockets)
+        # uvicorn's handle, made but not started, replaced by a fork's.
+        self.process = FORK.Process(target=self.forked, kwargs={"sockets": sockets})
+
+    def forked(self, sockets: list[socket]) -> None:
+        """The worker, in the forked process: as a spawned one would begin."""
+        # The supervisor's handlers (they queue a signal for the launcher's loop) are
+        # the launcher's: the worker starts on the defaults, and uvicorn's server sets
+        # its own for SIGINT and SIGTERM.
+        for number in signal.valid_signals():
+            if callable(signal.getsignal(number)):
+                signal.signal(number, signal.default_int_handler
+                              if number == signal.SIGINT else signal.SIG_DFL)
+        forget_your_modules()  # your app/custom.py read from disk, as a spawned worker does
+        self.target(sockets=sockets)  # uvicorn's worker: its health-check thread, its server
 
     @property
     def server(self) -> uvicorn.Server:
