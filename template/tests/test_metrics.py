@@ -114,9 +114,8 @@ SLOT_USER = """
 import sys, time
 from app.core.metrics import server_metrics, write_batches, _slot
 metrics = server_metrics()
-child = metrics.duration.labels("GET", "/x", "2xx")
 for _ in range(int(sys.argv[1])):
-    child.observe(0.001)
+    metrics.durations.add(("GET", "/x", "2xx"), 0.001)  # as the metrics layer does
 write_batches()  # as the metrics layer's timer does
 metrics.in_flight.set(int(sys.argv[3]))
 print(_slot["name"], flush=True)
@@ -158,26 +157,37 @@ def test_a_slot_is_never_shared_and_its_successor_goes_on_counting(tmp_path: Pat
     text = scraped_now()
     assert scraped_count(text, "/x") == 3 + 4 + 5
     assert scraped(text, "http_server_active_requests") in ([], [({}, 0.0)])
-    assert sorted(path.name for path in tmp_path.glob("histogram_*.db")) == [
-        "histogram_w0.db", "histogram_w1.db"]
+    assert sorted(path.name for path in tmp_path.glob("durations-*.json")) == [
+        "durations-w0.json", "durations-w1.json"]
 
 
 BATCHES = """
 import os, sys
-from prometheus_client import generate_latest
+from prometheus_client import Histogram, generate_latest
 from app.core.metrics import registry, server_metrics, write_batches
-from tests.test_metrics import scraped_count
-child = server_metrics().duration.labels("GET", "/x", "2xx")
+from tests.test_metrics import scraped, scraped_count
+durations = server_metrics().durations
+yours = Histogram("yours_seconds", "a histogram of yours", ["kind"]).labels("x")
+
+
+def counts():
+    text = generate_latest(registry()).decode()
+    return (scraped_count(text, "/x"),
+            sum(value for _, value in scraped(text, "yours_seconds_count")))
+
+
 for _ in range(3):
-    child.observe(0.001)
-counts = [scraped_count(generate_latest(registry()).decode(), "/x")]
+    durations.add(("GET", "/x", "2xx"), 0.001)  # the request durations' own table
+    yours.observe(0.001)  # prometheus-client's histogram, its writes batched
+seen = [counts()]
 write_batches()
-child.observe(0.002)
-counts.append(scraped_count(generate_latest(registry()).decode(), "/x"))
+durations.add(("GET", "/x", "2xx"), 0.002)
+yours.observe(0.002)
+seen.append(counts())
 write_batches()
 write_batches()  # nothing new: nothing written twice
-counts.append(scraped_count(generate_latest(registry()).decode(), "/x"))
-print(counts)
+seen.append(counts())
+print(seen)
 """
 
 
@@ -189,7 +199,7 @@ def test_observations_reach_the_files_in_batches(tmp_path: Path) -> None:
                             env={**os.environ, "PROMETHEUS_MULTIPROC_DIR": str(tmp_path)},
                             capture_output=True, timeout=30)
     assert result.returncode == 0, result.stderr
-    assert result.stdout.strip() == "[0.0, 3.0, 4.0]"
+    assert result.stdout.strip() == "[(0.0, 0.0), (3.0, 3.0), (4.0, 4.0)]"
 
 
 def generate(registry: object) -> str:

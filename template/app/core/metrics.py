@@ -25,18 +25,16 @@ scrape: a slot whose lock is free belongs to no process, and `mark_process_dead`
 removes its live gauges. The same works whatever starts the workers (uvicorn's
 supervisor, granian's, gunicorn's arbiter), forked or spawned.
 
-A histogram's observations (the request durations, and yours) are added up in the
-worker and written to its files in batches, by `write_batches`: a write to a file is a
-locked write to shared memory, 1.4 us, and a request made two, most of what the
-metrics cost (docs/benchmarks.md). The request durations are even observed then: the
-metrics layer only notes each (`pending_durations`), which costs a request an append
-instead of a histogram's observe (a lock, a walk of the buckets: 2-3 us in a served
-request, less in one loop over the batch). The metrics layer writes every WRITE_SECONDS and
-when the worker stops (the lifespan's end); a scrape sees a request that late at
-most. A worker killed with `kill -9` (or by the kernel, out of memory) takes the
-observations of its last WRITE_SECONDS with it, never more: its files keep
-everything written before. Gauges (requests in flight, the server's facts) and
-counters are written at once, as prometheus-client writes them.
+The request durations are counted by the worker in a table of its own and written to
+its slot's file in batches (app/core/request_durations.py): a request costs a
+bisection and two additions, not a histogram's observe. A histogram of yours is added
+up in the worker too and written to its files in batches, by `write_batches`: a write
+to a file is a locked write to shared memory, 1.4 us (docs/benchmarks.md). The metrics
+layer writes every WRITE_SECONDS and when the worker stops (the lifespan's end); a
+scrape sees a request that late at most. A worker killed with `kill -9` (or by the
+kernel, out of memory) takes the observations of its last WRITE_SECONDS with it, never
+more: its files keep everything written before. Gauges (requests in flight, the
+server's facts) and counters are written at once, as prometheus-client writes them.
 """
 
 from __future__ import annotations
@@ -50,12 +48,18 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from app.core import request_durations
+from app.core.request_durations import RequestDurations
+
 MULTIPROC_ENV = "PROMETHEUS_MULTIPROC_DIR"
 UNMATCHED = "unmatched"  # the route label of a request no route matched
 OTHER_METHOD = "other"
 METHODS = frozenset({"GET", "HEAD", "POST", "PUT", "DELETE", "PATCH", "OPTIONS", "CONNECT",
                      "TRACE"})
-STATUS_CLASSES = ("1xx", "2xx", "3xx", "4xx", "5xx")
+# A status's class label; 5xx for anything else, a request that ended with no response
+# started (status 0) included.
+STATUS_CLASSES = {1: "1xx", 2: "2xx", 3: "3xx", 4: "4xx", 5: "5xx"}
+SERVER_ERROR = "5xx"
 METRICS_PATH = "/metrics"
 RUN_LOCK = "run.lock"
 SLOT_LOCK = "slot-{}.lock"
@@ -65,7 +69,7 @@ SLOT_LOCK = "slot-{}.lock"
 class ServerMetrics:
     """The metric objects of this process (created once, by `server_metrics`)."""
 
-    duration: Any  # Histogram: method, route, status_class; its count is the requests
+    durations: RequestDurations  # method, route, status_class; its count is the requests
     in_flight: Any  # Gauge
     info: Any  # Gauge: engine, loop, parser, python, workers
 
@@ -85,20 +89,20 @@ def server_metrics() -> ServerMetrics:
 
 
 def _create() -> ServerMetrics:
-    from prometheus_client import Gauge, Histogram, values
+    from prometheus_client import REGISTRY, Gauge, values
 
     directory = os.environ.get(MULTIPROC_ENV)
     if directory:
         _take_slot(directory)
+        _durations.load(directory, _slot["name"])
         # prometheus-client's own hook for how files are named, with the rule its
         # docstring sets: distinct in processes running at the same time.
         values.ValueClass = batched(values.MultiProcessValue(process_identifier=_slot_name))
         os.register_at_fork(after_in_child=_forked)
+    else:
+        REGISTRY.register(request_durations.InMemory(_durations))  # type: ignore[arg-type]
     metrics = ServerMetrics(
-        duration=Histogram("http_server_request_duration_seconds", "HTTP requests by route "
-                           "template, method and status class, and the time from each "
-                           "request to the end of its response",
-                           ["method", "route", "status_class"]),
+        durations=_durations,
         in_flight=Gauge("http_server_active_requests", "HTTP requests being answered, "
                         "sampled every 0.25 s", multiprocess_mode="livesum"),
         info=Gauge("webserver_info", "What serves the app: engine, loop, HTTP parser, "
@@ -136,31 +140,7 @@ class _Batches:
 
 
 _batches = _Batches()
-# (method, route, status class, seconds) of the requests not yet observed; the metrics
-# layer appends, write_batches observes them (on the loop, as the appends).
-_durations: list[tuple[str, str, int, float]] = []
-_duration_children: dict[tuple[str, str, int], Any] = {}
-
-
-def pending_durations() -> list[tuple[str, str, int, float]]:
-    """The list the metrics layer notes each request's duration in (app/middleware/metrics.py)."""
-    return _durations
-
-
-def _observe_durations() -> None:
-    count = len(_durations)
-    if not count:
-        return
-    noted = _durations[:count]
-    del _durations[:count]
-    duration = server_metrics().duration
-    for method, route, status_class, seconds in noted:
-        key = (method, route, status_class)
-        child = _duration_children.get(key)
-        if child is None:  # labels() costs about a microsecond: looked up once each
-            shown = STATUS_CLASSES[status_class - 1] if 1 <= status_class <= 5 else "5xx"
-            child = _duration_children[key] = duration.labels(method, route, shown)
-        child.observe(seconds)
+_durations = RequestDurations()  # the metrics layer adds each request (on the loop)
 
 
 def batched(in_files: type) -> type:
@@ -204,9 +184,11 @@ def batched(in_files: type) -> type:
 
 
 def write_batches() -> None:
-    """Observe the durations noted, and write the histograms' observations added up
+    """Write the request durations counted, and the histograms' observations added up,
     since the last call to their files."""
-    _observe_durations()
+    directory = os.environ.get(MULTIPROC_ENV)
+    if directory and _slot["name"]:
+        _durations.write(directory, _slot["name"])
     with _batches.lock:
         for value in _batches.pending:
             amount, value.pending = value.pending, 0.0
@@ -241,8 +223,8 @@ def _forked() -> None:
     prometheus-client, seeing a new name, reopens its files under it."""
     inherited = _slot["fd"]
     _batches.forget()
-    _durations.clear()  # the parent's requests, the parent's to write
     _take_slot(os.environ[MULTIPROC_ENV])
+    _durations.load(os.environ[MULTIPROC_ENV], _slot["name"])  # not the parent's table
     os.close(inherited)  # the parent still holds the lock through its own descriptor
     if _metrics is not None:
         _started(_metrics)
@@ -301,6 +283,7 @@ def registry() -> Any:
         return REGISTRY
     scraped = CollectorRegistry()
     scraped.register(_WorkersCollector(directory))  # type: ignore[arg-type]
+    scraped.register(request_durations.InFiles(directory))  # type: ignore[arg-type]
     return scraped
 
 

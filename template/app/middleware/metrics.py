@@ -7,13 +7,12 @@ tests/test_routing.py), never by its path, so the series stay as few as the rout
 a request no route matched is `unmatched`, and a method outside the standard ones
 `other`. WebSockets are not counted.
 
-Cost (docs/benchmarks.md): a write to a multiprocess metric is a locked write to a
-memory-mapped file, 1.4 us in a served request; a request made two. So they are
-batched: a request notes its duration in a list (app/core/metrics.py), and a timer on
-the worker's loop observes and writes them, and the requests in flight (a plain
-integer here), every WRITE_SECONDS, and once more when the worker stops (the
-lifespan's end). The template's other layers next to this one run with it as one
-layer (app/middleware/fused_layers.py), through `begin` and `observe`.
+Cost (docs/benchmarks.md): a request adds its duration to the worker's table
+(app/core/request_durations.py), and a timer on the worker's loop writes the table,
+and the requests in flight (a plain integer here), every WRITE_SECONDS, and once more
+when the worker stops (the lifespan's end). The template's other layers next to this
+one run with it as one layer (app/middleware/fused_layers.py), through `begin` and
+`observe`.
 """
 
 from __future__ import annotations
@@ -28,16 +27,16 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from app.core.metrics import (
     METHODS,
     OTHER_METHOD,
+    SERVER_ERROR,
+    STATUS_CLASSES,
     UNMATCHED,
     WRITE_SECONDS,
-    pending_durations,
     server_metrics,
     write_batches,
 )
 from app.middleware.messages import Message
 
 logger = logging.getLogger("app.server")
-SERVER_ERROR = 5  # the class of a request that ended with no response started
 SHUTDOWN_DONE = "lifespan.shutdown.complete"
 
 
@@ -46,7 +45,7 @@ class MetricsMiddleware:
         self.app = app
         metrics = server_metrics()
         self.in_flight = metrics.in_flight
-        self.durations = pending_durations()  # observed when written (app/core/metrics.py)
+        self.durations = metrics.durations  # written by the timer (app/core/metrics.py)
         self.active = 0
         self.loop: object = None  # the asyncio loop, or the trio run's token
 
@@ -129,4 +128,5 @@ class MetricsMiddleware:
         method = scope["method"]
         if method not in METHODS:  # the caller's word: never a label or a key
             method = OTHER_METHOD
-        self.durations.append((method, route, status // 100 or SERVER_ERROR, elapsed))
+        self.durations.add((method, route, STATUS_CLASSES.get(status // 100, SERVER_ERROR)),
+                           elapsed)
