@@ -172,8 +172,8 @@ yours = Histogram("yours_seconds", "a histogram of yours", ["kind"]).labels("x")
 
 def counts():
     text = generate_latest(registry()).decode()
-    return (scraped_count(text, "/x"),
-            sum(value for _, value in scraped(text, "yours_seconds_count")))
+    return (float(scraped_count(text, "/x")),
+            float(sum(value for _, value in scraped(text, "yours_seconds_count"))))
 
 
 for _ in range(3):
@@ -374,7 +374,7 @@ def counted_by_prometheus(prometheus: str, count: int) -> None:
 
 
 def metric_files(launcher: int) -> list[str]:
-    return sorted(path.name for path in run_directory(launcher).glob("histogram_*"))
+    return sorted(path.name for path in run_directory(launcher).glob("durations-*"))
 
 
 # Where the listener of WEBSERVER_METRICS=port runs (docs/observability.md): a thread of
@@ -459,7 +459,7 @@ def test_killed_workers_counts_stay_and_their_requests_leave_the_in_flight_gauge
         # Written by the workers every 0.25 s (app/core/metrics.py).
         assert settled(lambda: scraped_count(scrape(server), ITEMS), count) == count
         assert settled(lambda: in_flight(server), 0) == 0, scrape(server)
-        assert metric_files(launcher) == ["histogram_w0.db", "histogram_w1.db"]
+        assert metric_files(launcher) == ["durations-w0.json", "durations-w1.json"]
 
 
 @pytest.mark.demo_routes
