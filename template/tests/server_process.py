@@ -165,13 +165,14 @@ def stop(server: Server, grace: float = 15.0) -> int:
         process.send_signal(signal.SIGTERM)
         try:
             process.wait(timeout=grace)
-        except subprocess.TimeoutExpired:
+        except subprocess.TimeoutExpired as expired:
             process.kill()
             process.wait()
             # Not `from None`: called while a test's own failure unwinds (a `with`
             # block's exit), that would hide the failure behind this one.
             raise BootError(
-                f"server ignored SIGTERM for {grace} s:\n{server.output()[-3000:]}")
+                f"server ignored SIGTERM for {grace} s:\n{server.output()[-3000:]}"
+            ) from expired
     return process.returncode
 
 
