@@ -202,6 +202,34 @@ def test_observations_reach_the_files_in_batches(tmp_path: Path) -> None:
     assert result.stdout.strip() == "[(0.0, 0.0), (3.0, 3.0), (4.0, 4.0)]"
 
 
+def test_a_duration_is_counted_in_its_bucket_and_every_one_above() -> None:
+    """The durations' own table (app/core/request_durations.py) shows as
+    prometheus-client's histogram did: `le` inclusive, buckets cumulative, the sum."""
+    from prometheus_client import CollectorRegistry
+
+    from app.core.request_durations import InMemory, RequestDurations
+
+    table = RequestDurations()
+    for seconds in (0.005, 0.3, 11.0):  # on a bound; between two; above the last
+        table.add(("GET", "/x", "2xx"), seconds)
+    table.add(("POST", "/y", "5xx"), 0.02)
+    registry = CollectorRegistry()
+    registry.register(InMemory(table))  # type: ignore[arg-type]
+    text = generate(registry)
+    buckets = {(labels["route"], labels["le"]): value for labels, value
+               in scraped(text, "http_server_request_duration_seconds_bucket")}
+    assert [buckets["/x", le] for le in ("0.005", "0.01", "0.25", "0.5", "10.0", "+Inf")] == [
+        1, 1, 1, 2, 2, 3]
+    assert [buckets["/y", le] for le in ("0.01", "0.025", "+Inf")] == [0, 1, 1]
+    assert scraped(text, COUNT) == [
+        ({"method": "GET", "route": "/x", "status_class": "2xx"}, 3.0),
+        ({"method": "POST", "route": "/y", "status_class": "5xx"}, 1.0)]
+    ((_, total),) = [(labels, value) for labels, value
+                     in scraped(text, "http_server_request_duration_seconds_sum")
+                     if labels["route"] == "/x"]
+    assert total == pytest.approx(11.305)
+
+
 def generate(registry: object) -> str:
     from prometheus_client import generate_latest
 
