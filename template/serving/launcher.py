@@ -126,6 +126,5 @@ def serve(settings: Settings) -> None:
     logs.announce(startup_line(settings, loop), settings.log_format)
     run = engine_run(settings)
     # The workers' metrics directory and (WEBSERVER_METRICS=port) their listener.
-    with metrics_listener.for_run(settings.metrics, settings.host, settings.metrics_port,
-                                  engine=settings.engine):
+    with metrics_listener.for_run(settings.metrics, settings.host, settings.metrics_port):
         run(settings, loop)

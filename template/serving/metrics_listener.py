@@ -1,6 +1,7 @@
 """The launcher's half of the metrics: a directory per run, named in the environment
-the workers inherit, and (WEBSERVER_METRICS=port) the listener: a thread of the
-launcher where no worker is ever forked from it, else a process of its own.
+the workers inherit, and (WEBSERVER_METRICS=port) the listener, a process of its own:
+every engine forks its workers from the launcher or its child (a fork of a process
+with threads can inherit a lock one of them held), so the launcher holds no thread.
 
 The workers' half, what they count and how a scrape sums them, is app/core/metrics.py.
 """
@@ -20,31 +21,10 @@ from pathlib import Path
 from app.core.metrics import MULTIPROC_ENV, RUN_LOCK, registry
 
 RUN_PREFIX = "webserver-metrics-"
-# Engines whose launcher never forks: their workers are spawned, new interpreters
-# (Hypercorn's, serving/engines/hypercorn/workers.py). granian forks its workers from
-# the launcher (before 3.14), gunicorn's arbiter forks them, and so does the
-# launcher's uvicorn supervisor (serving/engines/uvicorn/workers.py): a fork of a
-# process with threads can inherit a lock one of them held, so there the listener is
-# a process.
-SPAWNING_ENGINES = frozenset({"hypercorn"})
-
-
-class ListenerThread:
-    """The listener as a thread of the launcher (prometheus-client's server and thread)."""
-
-    def __init__(self, host: str, port: int) -> None:
-        from prometheus_client import start_http_server
-
-        self.server, self.thread = start_http_server(port, addr=host, registry=registry())
-
-    def stop(self) -> None:
-        self.server.shutdown()
-        self.server.server_close()
-        self.thread.join(5)
 
 
 @contextlib.contextmanager
-def for_run(mode: str, host: str, port: int, engine: str = "") -> Iterator[None]:
+def for_run(mode: str, host: str, port: int) -> Iterator[None]:
     """Around a run of the engine: the run's directory, named in the environment the
     workers inherit, and the listener of WEBSERVER_METRICS=port; both gone after."""
     if mode == "off":
@@ -53,10 +33,7 @@ def for_run(mode: str, host: str, port: int, engine: str = "") -> Iterator[None]
     directory, lock = new_run_directory(RUN_PREFIX)
     given = os.environ.get(MULTIPROC_ENV)
     os.environ[MULTIPROC_ENV] = str(directory)
-    listener: subprocess.Popen[bytes] | ListenerThread | None = None
-    if mode == "port":
-        listener = (ListenerThread(host, port) if engine in SPAWNING_ENGINES
-                    else start_listener(host, port, directory))
+    listener = start_listener(host, port, directory) if mode == "port" else None
     launcher = os.getpid()
     try:
         yield
@@ -67,11 +44,9 @@ def for_run(mode: str, host: str, port: int, engine: str = "") -> Iterator[None]
             _end_run(listener, directory, lock, given)
 
 
-def _end_run(listener: subprocess.Popen[bytes] | ListenerThread | None, directory: Path,
-             lock: int, given: str | None) -> None:
-    if isinstance(listener, ListenerThread):
-        listener.stop()
-    elif listener is not None:
+def _end_run(listener: subprocess.Popen[bytes] | None, directory: Path, lock: int,
+             given: str | None) -> None:
+    if listener is not None:
         listener.terminate()
         with contextlib.suppress(subprocess.TimeoutExpired):
             listener.wait(5)
@@ -132,8 +107,8 @@ def _unless_locked(lock: Path) -> Iterator[bool]:
 def serve_port(host: str, port: int, directory: str, parent: int) -> None:
     """The metrics listener, a process of its own (WEBSERVER_METRICS=port), for as long
     as the launcher `parent` lives. Its own process, not a thread of the launcher:
-    granian forks its workers from the launcher's process, and a fork of a process
-    with threads can inherit a lock held by one of them."""
+    the engines fork their workers from the launcher's process, and a fork of a
+    process with threads can inherit a lock held by one of them."""
     import signal
     import time
 

@@ -141,12 +141,15 @@ def test_two_workers_both_run_the_loop(engine: str) -> None:
     assert all(loop_class.startswith(module + ".") for loop_class in seen.values())
 
 
-def test_uvicorns_workers_are_forked_from_a_launcher_of_one_thread() -> None:
-    """uvicorn's workers are forked from the launcher, not spawned: a spawned worker
-    imports uvicorn, the settings and the serving layer again before the app, most of
-    a second more to the first 200 (docs/engines.md). A fork copies only the thread
-    that forks, so the launcher holds no other (the metrics listener is a process)."""
-    with running_server(["--engine", "uvicorn", "--workers", "2"]) as server:
+@pytest.mark.parametrize("engine", ["uvicorn", "hypercorn"])
+def test_workers_are_forked_from_a_launcher_of_one_thread(engine: str) -> None:
+    """uvicorn's and Hypercorn's workers are forked from the launcher, not spawned: a
+    spawned worker imports the engine, the settings and the serving layer again before
+    the app, 0.6 s or more to the first 200 (docs/deploy.md). A fork copies only the
+    thread that forks, so the launcher holds no other (the metrics listener is a
+    process)."""
+    with running_server(["--engine", engine, "--loop", loop_for(engine),
+                         "--workers", "2"]) as server:
         launcher = server.process.pid
         command = Path(f"/proc/{launcher}/cmdline").read_bytes()
         # A forked child keeps its parent's command line; a spawned one is `-c ...`.

@@ -6,9 +6,9 @@
   your code must use AnyIO, not asyncio.
 - Why not its `run`: on SIGHUP it stops every worker before starting new ones, and a
   worker that fails stops the server; the supervisor starts each new worker first.
-- Workers: spawned, each on a listener of its own (SO_REUSEPORT, handed to Hypercorn
-  as `fd://`), which it drains before it stops (worker.py): the drain the other
-  engines do, for one worker at a time.
+- Workers: forked from the launcher, each on a listener of its own (SO_REUSEPORT,
+  handed to Hypercorn as `fd://`), which it drains before it stops (worker.py): the
+  drain the other engines do, for one worker at a time.
 - HTTP/3: with TLS on and WEBSERVER_HTTP3=true, QUIC on the same port over UDP, and
   Hypercorn's `alt-svc` header on every answer.
 """

@@ -1,5 +1,5 @@
-"""One Hypercorn worker, in a spawned process, on listeners of its own (SO_REUSEPORT:
-the kernel shares the port's connections among the workers).
+"""One Hypercorn worker, in a process forked from the launcher, on listeners of its
+own (SO_REUSEPORT: the kernel shares the port's connections among the workers).
 
 Stopped by SIGTERM (or SIGINT), in order: `server_stopping`; its own listener drained
 (serving/drain.py), so what is queued there is served, not reset; a moment for the
@@ -93,7 +93,7 @@ def listeners(settings: Settings) -> list[socket.socket]:
 
 
 def serve(loop: str, supervisor: Connection) -> None:
-    """The spawned process's target (workers.py)."""
+    """The worker process's target, once forked (workers.py)."""
     for number in STOP_SIGNALS:  # stopped while it imports the app: stop
         signal.signal(number, signal.SIG_DFL)
     settings = get_settings()

@@ -1,7 +1,7 @@
 """The launcher's supervisor of Hypercorn workers (worker.py), the same rules as the
 other engines':
 
-- each worker is spawned and listens on the port itself (SO_REUSEPORT);
+- each worker is forked and listens on the port itself (SO_REUSEPORT);
 - a worker that asks to be recycled (WEBSERVER_WORKER_MAX_REQUESTS) gets its successor
   first, then is stopped; one that failed is replaced only with
   WEBSERVER_RESPAWN_FAILED_WORKERS=true, else the server stops (exit 1); one that fails
@@ -10,6 +10,14 @@ other engines':
   first, within the grace period;
 - SIGHUP: the code on disk built once (serving/reload.py), then each worker replaced
   by a new one that serves first.
+
+Its workers are forked from the launcher, not spawned (a new interpreter that imports
+Hypercorn, the settings and this package again before the app: 0.6 s more to the first
+200, docs/deploy.md). The launcher has imported all of that but the app, which each
+worker imports itself (serving/served_app.py; your app/custom.py, which the launcher
+reads, again), so a SIGHUP's new workers serve the app's code on disk. A fork copies no
+thread: the launcher holds none (the metrics listener is a process of its own,
+serving/metrics_listener.py).
 """
 
 from __future__ import annotations
@@ -27,12 +35,14 @@ from multiprocessing.process import BaseProcess
 from app.core import logs
 from serving import reload
 from serving.engines.hypercorn.worker import READY, RECYCLE, serve
-from serving.settings import Settings
+from serving.served_app import forget_your_modules
+from serving.settings import Settings, get_settings
 
 FAILED = 1
 STOP_MARGIN = 5.0  # seconds past the grace period before a stopping worker is killed
 TICK = 0.5
 STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT)
+HANDLED = (*STOP_SIGNALS, signal.SIGHUP, signal.SIGTTIN)  # the supervisor's handlers
 
 
 @dataclass
@@ -47,7 +57,7 @@ class WorkerSupervisor:
 
     def __init__(self, settings: Settings, loop: str) -> None:
         self.settings, self.loop = settings, loop
-        self.context = multiprocessing.get_context("spawn")
+        self.context = multiprocessing.get_context("fork")
         self.workers: list[Worker] = []
         self.signals: list[int] = []
         self.wakeup_in, self.wakeup_out = socket.socketpair()
@@ -56,7 +66,7 @@ class WorkerSupervisor:
         logs.announce(line, self.settings.log_format, level=level)
 
     def run(self) -> None:
-        for number in (*STOP_SIGNALS, signal.SIGHUP, signal.SIGTTIN):
+        for number in HANDLED:
             signal.signal(number, self.take_signal)
         self.wakeup_out.setblocking(False)
         self.wakeup_in.setblocking(False)
@@ -125,9 +135,15 @@ class WorkerSupervisor:
         starting = []
         for _ in range(count):
             reader, writer = self.context.Pipe(duplex=False)
-            process = self.context.Process(target=serve, name="hypercorn worker",
-                                           args=(self.loop, writer))
-            process.start()
+            # Its signals held across the fork: one that came before the worker drops the
+            # supervisor's handlers would be queued in the worker's copy, and lost.
+            mask = signal.pthread_sigmask(signal.SIG_BLOCK, HANDLED)
+            process = self.context.Process(target=self.forked, name="hypercorn worker",
+                                           args=(writer, mask))
+            try:
+                process.start()
+            finally:
+                signal.pthread_sigmask(signal.SIG_SETMASK, mask)
             writer.close()
             starting.append(Worker(process, reader))
         deadline = time.monotonic() + reload.READY_TIMEOUT
@@ -137,6 +153,25 @@ class WorkerSupervisor:
             self.unready_pid = worker.process.pid or 0
         stopped(starting, 0.0)
         return []
+
+    def forked(self, writer: Connection, mask: set[signal.Signals]) -> None:
+        """The worker, in the forked process: as a spawned one would begin."""
+        # The supervisor's handlers queue a signal for the launcher's loop, and its
+        # wakeup socket is the launcher's: the worker starts on the defaults, and its
+        # loop sets its own. The other workers' pipes are the launcher's too.
+        signal.set_wakeup_fd(-1)
+        for number in signal.valid_signals():
+            if callable(signal.getsignal(number)):
+                signal.signal(number, signal.default_int_handler
+                              if number == signal.SIGINT else signal.SIG_DFL)
+        signal.pthread_sigmask(signal.SIG_SETMASK, mask)  # a SIGTERM held till now stops it
+        self.wakeup_in.close()
+        self.wakeup_out.close()
+        for worker in self.workers:
+            worker.messages.close()
+        forget_your_modules()  # your app/custom.py read from disk, as a spawned worker does
+        get_settings.cache_clear()  # built from this run's environment, as when spawned
+        serve(self.loop, writer)
 
     def serving(self, worker: Worker, deadline: float) -> bool:
         while (left := deadline - time.monotonic()) > 0 and not self.stop_asked():
