@@ -247,7 +247,7 @@ def test_recycling_under_load_loses_no_request(engine: str, keep_alive: bool) ->
         report = drive_and_stop(f"{server.url}/health/detailed", lambda: None, lambda: None,
                                 connections=16, signal_after=0.1,
                                 # granian samples memory every 5 s; uvicorn's new workers
-                                # take a second or more to start (spawned).
+                                # took a second or more to start when spawned (kept).
                                 duration=12.0 if engine in ("granian", "uvicorn") else 6.0,
                                 keep_alive=keep_alive)
         output = server.output()
