@@ -7,7 +7,6 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from fastapi import APIRouter, FastAPI
-from fastapi.routing import APIRoute
 from fastapi.staticfiles import StaticFiles
 from starlette.middleware import Middleware
 
@@ -99,17 +98,6 @@ def middleware_layers(yours: Sequence[object] | None = None) -> tuple[object, ..
             *answer_header_layers(), *cors_layer(), *GUARDS, *before_yours, *yours, *WITHIN)
 
 
-def add_health_routes(app: FastAPI) -> None:
-    """/health/'s routes (app/api/health.py) as routes of the app itself, not an included
-    router: FastAPI (0.165) matches each route of a router included before yours at
-    about 2.4 µs a request of yours, a route of the app at about half that
-    (docs/benchmarks.md). The same paths, names, tags and answers (tests/test_routing.py)."""
-    for route in HEALTH_ROUTER.routes:
-        assert isinstance(route, APIRoute), route  # the router holds HTTP routes only
-        app.add_api_route(route.path, route.endpoint, methods=sorted(route.methods),
-                          name=route.name, tags=route.tags)
-
-
 def as_middleware(layer: object) -> Middleware:
     """A class or factory, or a Middleware(cls, **options) as Starlette's docs write it."""
     return layer if isinstance(layer, Middleware) else Middleware(layer)  # type: ignore[arg-type]
@@ -127,11 +115,10 @@ def create_app(middleware: Sequence[object] | None = None,
     app = FastAPI(title=PROJECT_NAME, lifespan=getattr(custom, "lifespan", None),
                   middleware=[as_middleware(layer) for layer in fuse(layers)],
                   **fastapi_options())
-    # Every route added the FastAPI way (yours and the examples included as routers,
-    # /health/'s as the app's own routes): dependencies, responses, OpenAPI and body
-    # limits behave as FastAPI documents them (tests/test_routing.py compares the app
-    # with a plain FastAPI one).
-    add_health_routes(app)
+    # Every router included the FastAPI way, the template's as yours: dependencies,
+    # responses, OpenAPI and body limits behave as FastAPI documents them
+    # (tests/test_routing.py compares the app with a plain FastAPI one).
+    app.include_router(HEALTH_ROUTER)
     # The static files before yours: a catch-all of yours (a single-page app's
     # `/{path:path}`) must not take them. One prefix check, not a route list.
     app.mount("/static", StaticFiles(directory=STATIC_DIR), name="static")
