@@ -157,8 +157,7 @@ def test_a_slot_is_never_shared_and_its_successor_goes_on_counting(tmp_path: Pat
     text = scraped_now()
     assert scraped_count(text, "/x") == 3 + 4 + 5
     assert scraped(text, "http_server_active_requests") in ([], [({}, 0.0)])
-    assert sorted(path.name for path in tmp_path.glob("durations-*.json")) == [
-        "durations-w0.json", "durations-w1.json"]
+    assert slots_with_files(tmp_path) == ["w0", "w1"]
 
 
 BATCHES = """
@@ -200,6 +199,39 @@ def test_observations_reach_the_files_in_batches(tmp_path: Path) -> None:
                             capture_output=True, timeout=30)
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == "[(0.0, 0.0), (3.0, 3.0), (4.0, 4.0)]"
+
+
+def test_a_table_cut_in_its_write_is_never_read(tmp_path: Path) -> None:
+    """A worker writes its table in place, over the older of its two files: a scrape
+    while it writes (or after a kill -9 in the write) reads the table before, and the
+    slot's successor goes on from that one."""
+    from app.core.request_durations import FILE, SIDES, InFiles, RequestDurations
+
+    def counted() -> float:
+        return sum(sample.value for family in InFiles(tmp_path).collect()
+                   for sample in family.samples if sample.name == COUNT)
+
+    worker = RequestDurations()
+    for _ in range(2):  # the first table into one file, the second into the other
+        worker.add(("GET", "/x", "2xx"), 0.001)
+        worker.write(tmp_path, "w0")
+    assert counted() == 2
+    # The third table, cut halfway through its write over the first file.
+    whole = tmp_path / "whole"
+    whole.mkdir()
+    worker.add(("GET", "/x", "2xx"), 0.001)
+    worker.write(whole, "w0")
+    third = next(path for path in whole.iterdir())
+    cut = third.read_bytes()[: third.stat().st_size // 2]
+    with (tmp_path / third.name).open("r+b") as older:
+        older.write(cut)
+    assert third.name in {FILE.format(slot="w0", side=side) for side in SIDES}
+    assert counted() == 2
+    successor = RequestDurations()
+    successor.load(tmp_path, "w0")
+    successor.add(("GET", "/x", "2xx"), 0.001)
+    successor.write(tmp_path, "w0")
+    assert counted() == 3
 
 
 def test_a_duration_is_counted_in_its_bucket_and_every_one_above() -> None:
@@ -401,8 +433,15 @@ def counted_by_prometheus(prometheus: str, count: int) -> None:
     assert promql(prometheus, f'sum(resets({COUNT}{{route="{ITEMS}"}}[5m]))') == 0
 
 
+def slots_with_files(directory: Path) -> list[str]:
+    """The slots whose durations are in `directory` (two files each: `durations-w0.a`,
+    `durations-w0.b`)."""
+    return sorted({path.name.removeprefix("durations-").split(".")[0]
+                   for path in directory.glob("durations-*")})
+
+
 def metric_files(launcher: int) -> list[str]:
-    return sorted(path.name for path in run_directory(launcher).glob("durations-*"))
+    return slots_with_files(run_directory(launcher))
 
 
 @pytest.mark.demo_routes
@@ -443,7 +482,7 @@ def test_prometheus_counts_every_request_across_recycled_workers(engine: str) ->
         assert count == logged and answered <= count <= sent, (count, answered, sent)
         counted_by_prometheus(prometheus, count)
         files = metric_files(launcher)
-        assert len(files) <= 3, files  # as many as workers ran at once, not one per worker
+        assert len(files) <= 3, files  # as many slots as workers ran at once, not one per worker
         assert families(scrape(server)) == FAMILIES
         assert httpx.get(f"{server.url}/metrics").status_code == 404  # not on the app's port
     print(f"{engine}: {sent} sent, {count} answered by the app and counted, {answered} "
@@ -486,7 +525,7 @@ def test_killed_workers_counts_stay_and_their_requests_leave_the_in_flight_gauge
         # Written by the workers every 0.25 s (app/core/metrics.py).
         assert settled(lambda: scraped_count(scrape(server), ITEMS), count) == count
         assert settled(lambda: in_flight(server), 0) == 0, scrape(server)
-        assert metric_files(launcher) == ["durations-w0.json", "durations-w1.json"]
+        assert metric_files(launcher) == ["w0", "w1"]
 
 
 @pytest.mark.demo_routes

@@ -134,8 +134,10 @@ class FusedLayers:
             nonlocal status
             if message["type"] == "http.response.start":
                 status = message["status"]
-                if self.adds:
+                if self.timed:
                     self.add(message, ours, started)
+                elif self.adds:
+                    add_headers(message, ours, self.names)
             elif self.access is not None and is_response_end(message):
                 return logged(send(message), self.access, scope, status, started)
             return send(message)

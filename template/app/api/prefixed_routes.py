@@ -1,0 +1,52 @@
+"""Routes that tell a path outside their prefix "no" at once.
+
+The template's routes come before yours (app/main.py: `/health/` stays the probes',
+`/static` the static files', even against a catch-all of yours), so every request of
+yours is first tried against them: FastAPI's and Starlette's matching cost each about
+1 µs, a regular expression and the checks around it (docs/benchmarks.md). A path that
+does not even contain a route's first segment (`/health`) cannot match it: these
+classes answer that with one substring test and leave every other path to FastAPI and
+Starlette, unchanged. (`scope["path"]` holds the path the route matches, after any
+root_path: containing the segment is necessary, never sufficient.)
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fastapi.routing import APIRoute
+from starlette.routing import Match, Mount
+from starlette.types import Scope
+
+
+def first_segment(path: str) -> str | None:
+    """`/health` of `/health/detailed`; None when the first segment is a parameter, or
+    the path is `/`."""
+    segment = "/" + path.lstrip("/").split("/", 1)[0]
+    return None if segment == "/" or "{" in segment else segment
+
+
+class PrefixedRoute(APIRoute):
+    """An APIRoute (a router's `route_class`, app/api/health.py)."""
+
+    def __init__(self, path: str, endpoint: Any, **options: Any) -> None:
+        super().__init__(path, endpoint, **options)
+        self.segment = first_segment(self.path)
+
+    def matches(self, scope: Scope) -> tuple[Match, Scope]:
+        if self.segment is not None and self.segment not in scope["path"]:
+            return Match.NONE, {}
+        return super().matches(scope)
+
+
+class PrefixedMount(Mount):
+    """A Starlette Mount (/static, app/main.py)."""
+
+    def __init__(self, path: str, **options: Any) -> None:
+        super().__init__(path, **options)
+        self.segment = first_segment(self.path)
+
+    def matches(self, scope: Scope) -> tuple[Match, Scope]:
+        if self.segment is not None and self.segment not in scope["path"]:
+            return Match.NONE, {}
+        return super().matches(scope)
