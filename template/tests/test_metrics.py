@@ -205,33 +205,78 @@ def test_a_table_cut_in_its_write_is_never_read(tmp_path: Path) -> None:
     """A worker writes its table in place, over the older of its two files: a scrape
     while it writes (or after a kill -9 in the write) reads the table before, and the
     slot's successor goes on from that one."""
-    from app.core.request_durations import FILE, SIDES, InFiles, RequestDurations
-
-    def counted() -> float:
-        return sum(sample.value for family in InFiles(tmp_path).collect()
-                   for sample in family.samples if sample.name == COUNT)
+    from app.core.request_durations import FILE, SIDES, RequestDurations
 
     worker = RequestDurations()
     for _ in range(2):  # the first table into one file, the second into the other
         worker.add(("GET", "/x", "2xx"), 0.001)
         worker.write(tmp_path, "w0")
-    assert counted() == 2
-    # The third table, cut halfway through its write over the first file.
+    assert durations_counted(tmp_path) == 2
+    # The third table, as it would be written over the first file...
     whole = tmp_path / "whole"
     whole.mkdir()
     worker.add(("GET", "/x", "2xx"), 0.001)
     worker.write(whole, "w0")
     third = next(path for path in whole.iterdir())
-    cut = third.read_bytes()[: third.stat().st_size // 2]
-    with (tmp_path / third.name).open("r+b") as older:
-        older.write(cut)
     assert third.name in {FILE.format(slot="w0", side=side) for side in SIDES}
-    assert counted() == 2
+    new, older = third.read_bytes(), tmp_path / third.name
+    before = older.read_bytes()
+    # ...cut after its first 8 bytes (its sequence number, not yet its length) and
+    # halfway through.
+    for cut in (8, len(new) // 2):
+        older.write_bytes(new[:cut] + before[cut:])
+        assert durations_counted(tmp_path) == 2, cut
     successor = RequestDurations()
     successor.load(tmp_path, "w0")
     successor.add(("GET", "/x", "2xx"), 0.001)
     successor.write(tmp_path, "w0")
-    assert counted() == 3
+    assert durations_counted(tmp_path) == 3
+
+
+def durations_counted(directory: Path) -> float:
+    from app.core.request_durations import InFiles
+
+    return sum(sample.value for family in InFiles(directory).collect()
+               for sample in family.samples if sample.name == COUNT)
+
+
+FULL_DISK = """
+import resource, signal, sys
+from pathlib import Path
+from app.core.request_durations import RequestDurations
+from tests.test_metrics import durations_counted
+directory = Path(sys.argv[1])
+worker = RequestDurations()
+for _ in range(2):
+    worker.add(("GET", "/x", "2xx"), 0.001)
+    worker.write(directory, "w0")
+signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # a write past the limit: a short count
+resource.setrlimit(resource.RLIMIT_FSIZE, (600, resource.RLIM_INFINITY))  # a full disk
+for number in range(20):  # a table that no longer fits
+    worker.add(("GET", f"/route{number}", "2xx"), 0.001)
+seen = []
+for _ in range(2):
+    try:
+        worker.write(directory, "w0")
+        seen.append("written")
+    except OSError:
+        seen.append("refused")
+    seen.append(durations_counted(directory))
+resource.setrlimit(resource.RLIMIT_FSIZE, (resource.RLIM_INFINITY, resource.RLIM_INFINITY))
+worker.write(directory, "w0")  # room again
+seen.append(durations_counted(directory))
+print(seen)
+"""
+
+
+def test_a_write_the_disk_cuts_short_keeps_the_last_whole_table(tmp_path: Path) -> None:
+    """A full disk writes part of a table: the write says so (the metrics layer logs it
+    and tries again), the last whole table is what a scrape reads, and once there is
+    room the next write has every request."""
+    result = subprocess.run([sys.executable, "-c", FULL_DISK, str(tmp_path)],
+                            cwd=PROJECT_DIR, text=True, capture_output=True, timeout=30)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "['refused', 2.0, 'refused', 2.0, 22.0]"
 
 
 def test_a_duration_is_counted_in_its_bucket_and_every_one_above() -> None:

@@ -24,6 +24,7 @@ buckets (prometheus-client's defaults) and samples.
 from __future__ import annotations
 
 import contextlib
+import errno
 import json
 import os
 import struct
@@ -42,9 +43,12 @@ BOUNDS = (0.005, 0.01, 0.025, 0.05, 0.075, 0.1, 0.25, 0.5, 0.75, 1.0, 2.5, 5.0, 
 SUM = len(BOUNDS) + 1  # a row: one count per bucket (+Inf last), then the seconds' sum
 FILE = "durations-{slot}.{side}"
 SIDES = ("a", "b")  # written in turn
-# Before each table: its sequence number (the newer side is the higher), its length,
-# its CRC-32 (a side being written does not match it).
-HEADER = struct.Struct("<QQI")
+# Before each table: its sequence number (the newer side is the higher) and its length,
+# then the CRC-32 of those and the table (a side being written does not match it).
+NUMBERS = struct.Struct("<QQ")
+CRC = struct.Struct("<I")
+HEADER_SIZE = NUMBERS.size + CRC.size
+TRIES = 3  # reads of a slot whose two sides are both being written (a reader held up)
 
 Key = tuple[str, str, str]
 
@@ -87,14 +91,20 @@ class RequestDurations:
         the last write."""
         if not self.changed:
             return
-        self.sequence += 1
-        path = Path(directory) / FILE.format(slot=slot, side=SIDES[self.sequence % 2])
+        sequence = self.sequence + 1
+        path = Path(directory) / FILE.format(slot=slot, side=SIDES[sequence % 2])
         fd = self.files.get(path)
         if fd is None:
             fd = self.files[path] = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_CLOEXEC,
                                             0o600)
         table = json.dumps([[*key, row] for key, row in self.rows.items()]).encode()
-        os.pwrite(fd, HEADER.pack(self.sequence, len(table), zlib.crc32(table)) + table, 0)
+        numbers = NUMBERS.pack(sequence, len(table))
+        data = numbers + CRC.pack(zlib.crc32(table, zlib.crc32(numbers))) + table
+        # A full disk writes part and says so only in the count: the other side keeps
+        # the last whole table, and the next write tries this side again.
+        if os.pwrite(fd, data, 0) != len(data):
+            raise OSError(errno.ENOSPC, f"{path}: only part of the request durations written")
+        self.sequence = sequence
         self.changed = False
 
 
@@ -102,11 +112,12 @@ def read(path: Path) -> tuple[int, dict[Key, list[float]]] | None:
     """A side's sequence number and table; None while it is being written (or was cut
     by a kill -9 in a write)."""
     data = path.read_bytes()
-    if len(data) < HEADER.size:
+    if len(data) < HEADER_SIZE:
         return None
-    sequence, length, crc = HEADER.unpack_from(data)
-    table = data[HEADER.size:HEADER.size + length]
-    if len(table) != length or zlib.crc32(table) != crc:
+    sequence, length = NUMBERS.unpack_from(data)
+    (crc,) = CRC.unpack_from(data, NUMBERS.size)
+    table = data[HEADER_SIZE:HEADER_SIZE + length]
+    if len(table) != length or zlib.crc32(table, zlib.crc32(data[:NUMBERS.size])) != crc:
         return None
     return sequence, {(method, route, status_class): row
                       for method, route, status_class, row in json.loads(table)}
@@ -114,13 +125,17 @@ def read(path: Path) -> tuple[int, dict[Key, list[float]]] | None:
 
 def newest(directory: Path, slot: str) -> tuple[int, dict[Key, list[float]]] | None:
     """The slot's newest whole table, with its sequence number; None before a first one."""
-    found = []
-    for side in SIDES:
-        with contextlib.suppress(FileNotFoundError):
-            table = read(directory / FILE.format(slot=slot, side=side))
-            if table is not None:
-                found.append(table)
-    return max(found, key=lambda table: table[0], default=None)
+    for _ in range(TRIES):
+        found, present = [], False
+        for side in SIDES:
+            with contextlib.suppress(FileNotFoundError):
+                table = read(directory / FILE.format(slot=slot, side=side))
+                present = True
+                if table is not None:
+                    found.append(table)
+        if found or not present:
+            return max(found, key=lambda table: table[0], default=None)
+    return None
 
 
 def summed(tables: Iterable[dict[Key, list[float]]]) -> dict[Key, list[float]]:

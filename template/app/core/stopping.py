@@ -38,8 +38,9 @@ class ServerStopping:
         self.waiters: set[tuple[Callable[[Callable[[], object]], object], Any]] = set()
         # Re-entrant: `set` may run in a signal handler on a thread that holds it.
         self.lock = threading.RLock()
-        # The flag's own method: every answer's start asks (serving/open_streams.py).
-        self.is_set: Callable[[], bool] = self.flag.is_set
+
+    def is_set(self) -> bool:
+        return self.flag.is_set()
 
     async def wait(self, timeout: float | None = None) -> bool:
         """Until the server stops (True) or `timeout` seconds pass (False)."""
