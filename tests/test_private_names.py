@@ -36,6 +36,7 @@ OWN = {"app", "serving", "bench", "tests"}
 DOCUMENTED_BASES = {
     # aioquic: "asyncio API", quic_event_received() is for a subclass to reimplement
     "aioquic.asyncio.QuicConnectionProtocol",
+    "fastapi.routing.APIRoute",  # FastAPI: "Custom Request and APIRoute class"
     "gunicorn.app.base.BaseApplication",  # gunicorn: "Custom Application"
     "pydantic.BaseModel",
     "pydantic_settings.BaseSettings",

@@ -12,7 +12,6 @@ from starlette.middleware import Middleware
 
 from app import custom
 from app.api import demo, echo, health
-from app.api.prefixed_routes import PrefixedMount
 from app.core import tracing
 from app.middleware import GUARDS, WITHIN
 from app.middleware.access_log import access_log_layer
@@ -131,10 +130,8 @@ def create_app(middleware: Sequence[object] | None = None,
     # (tests/test_routing.py compares the app with a plain FastAPI one).
     add_health_routes(app)
     # The static files before yours: a catch-all of yours (a single-page app's
-    # `/{path:path}`) must not take them. What app.mount adds, as a Mount that passes a
-    # path of yours with one substring test (app/api/prefixed_routes.py).
-    app.router.routes.append(PrefixedMount("/static", app=StaticFiles(directory=STATIC_DIR),
-                                           name="static"))
+    # `/{path:path}`) must not take them. One prefix check, not a route list.
+    app.mount("/static", StaticFiles(directory=STATIC_DIR), name="static")
     for router in discovered_routers() if user_routers is None else user_routers:
         app.include_router(router)
     for router in EXAMPLE_ROUTERS:

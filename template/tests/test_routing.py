@@ -211,6 +211,37 @@ def test_dependencies_guard_the_routes() -> None:
                            json={"item_id": 1}).status_code == 201
 
 
+PATHS = ["/health", "/health/", "/health//", "/health/detailed", "/x/health/", "/healthz",
+         "/HEALTH/", "/static", "/static/", "/static/hello.txt", "/api/static/a", "/", ""]
+
+
+def test_the_prefixed_routes_match_as_fastapis() -> None:
+    """app/api/prefixed_routes.py answers "no" early and leaves the rest to FastAPI:
+    every path, under every root path, in HTTP and WebSocket scopes, matches as the
+    plain APIRoute matches it, with the same child scope."""
+    from fastapi.routing import APIRoute
+
+    from app.api.prefixed_routes import PrefixedRoute
+
+    async def endpoint() -> dict[str, str]:
+        return {}
+
+    pairs = [(PrefixedRoute(path, endpoint), APIRoute(path, endpoint))
+             for path in ("/health/", "/health/detailed", "/health.json", "/{name}/x")]
+    compared = 0
+    for prefixed, plain in pairs:
+        for path in PATHS:
+            for root_path in ("", "/api", "/health", "/static"):
+                for full in {path, root_path + path}:
+                    for kind in ("http", "websocket"):
+                        scope = {"type": kind, "path": full, "root_path": root_path,
+                                 "method": "GET"}
+                        assert prefixed.matches(dict(scope)) == plain.matches(dict(scope)), (
+                            prefixed.path, scope)
+                        compared += 1
+    assert compared > 400
+
+
 def test_health_and_static_come_first_then_yours_then_the_examples() -> None:
     """The order create_app includes routers in (app/main.py, docs/index.md): a path
     the examples also serve is yours, even to a catch-all of yours; /health/ stays the

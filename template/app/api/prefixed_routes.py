@@ -1,13 +1,14 @@
-"""Routes that tell a path outside their prefix "no" at once.
+"""A route that tells a path outside its prefix "no" at once.
 
-The template's routes come before yours (app/main.py: `/health/` stays the probes',
-`/static` the static files', even against a catch-all of yours), so every request of
-yours is first tried against them: FastAPI's and Starlette's matching cost each about
-1 µs, a regular expression and the checks around it (docs/benchmarks.md). A path that
-does not even contain a route's first segment (`/health`) cannot match it: these
-classes answer that with one substring test and leave every other path to FastAPI and
-Starlette, unchanged. (`scope["path"]` holds the path the route matches, after any
-root_path: containing the segment is necessary, never sufficient.)
+`/health/`'s routes come before yours (app/main.py: they stay the probes', even
+against a catch-all of yours), so every request of yours is first tried against them:
+FastAPI's matching costs each about 1 µs, a regular expression and the checks around
+it (docs/benchmarks.md). A path that does not even contain a route's first segment
+(`/health`) cannot match it: this class answers that with one substring test and
+leaves every other path to FastAPI, unchanged (`scope["path"]` holds the path the
+route matches, after any root_path: containing the segment is necessary, never
+sufficient). FastAPI's docs describe subclassing APIRoute ("Custom Request and
+APIRoute class").
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from __future__ import annotations
 from typing import Any
 
 from fastapi.routing import APIRoute
-from starlette.routing import Match, Mount
+from starlette.routing import Match
 from starlette.types import Scope
 
 
@@ -38,15 +39,3 @@ class PrefixedRoute(APIRoute):
             return Match.NONE, {}
         return super().matches(scope)
 
-
-class PrefixedMount(Mount):
-    """A Starlette Mount (/static, app/main.py)."""
-
-    def __init__(self, path: str, **options: Any) -> None:
-        super().__init__(path, **options)
-        self.segment = first_segment(self.path)
-
-    def matches(self, scope: Scope) -> tuple[Match, Scope]:
-        if self.segment is not None and self.segment not in scope["path"]:
-            return Match.NONE, {}
-        return super().matches(scope)
