@@ -90,8 +90,12 @@ class AccessLogMiddleware:
             nonlocal status
             if message["type"] == "http.response.start":
                 status = message["status"]
-            await send(message)
-            if is_response_end(message):
+            if not is_response_end(message):
+                await send(message)
+                return
+            try:  # the line also when the send is cancelled (a worker recycled)
+                await send(message)
+            finally:
                 self.write(scope, status, started)
 
         await self.app(scope, receive, send_logged)

@@ -176,9 +176,13 @@ class FusedLayers:
 
 async def logged(sent: Awaitable[None], access: AccessLogMiddleware, scope: Scope,
                  status: int, started: float) -> None:
-    """The response's last message sent, then its access line (as AccessLogMiddleware)."""
-    await sent
-    access.write(scope, status, started)
+    """The response's last message sent, then its access line (as AccessLogMiddleware),
+    also when the send is cancelled: a worker recycled as it answers stops its tasks,
+    and the request the metrics count must have its line too."""
+    try:
+        await sent
+    finally:
+        access.write(scope, status, started)
 
 
 def fuse(layers: Iterable[object]) -> list[object]:
