@@ -1,4 +1,5 @@
-"""The FastAPI application factory (served through `serving.served_app:create_served_app`)."""
+"""The FastAPI application factory: the app every engine serves
+(`serving.served_app:create_served_app`), and the one your tests call."""
 
 from __future__ import annotations
 
@@ -25,6 +26,10 @@ from app.middleware.security_headers import SecurityHeadersMiddleware
 from app.middleware.timing import TimingMiddleware
 from app.middleware.tracing import TracingMiddleware
 from app.routes import discovered_routers
+from serving.forwarded import ForwardedHeadersMiddleware
+from serving.metrics_path import MetricsPathMiddleware
+from serving.open_streams import OpenStreamsMiddleware
+from serving.probes import ProbeMiddleware
 from serving.settings import PROJECT_NAME, get_settings
 
 STATIC_DIR = Path(__file__).parent / "static"
@@ -51,6 +56,17 @@ def fastapi_options() -> dict[str, object]:
     middleware. `bench app` sets its bare FastAPI up with the same, to compare like
     with like (docs/benchmarks.md)."""
     return {**({} if get_settings().api_docs else NO_DOCS), **NO_TELEMETRY}
+
+
+def serving_layers() -> tuple[type, ...]:
+    """Outermost, what serving needs of every request (serving/): /metrics on the app's
+    port (WEBSERVER_METRICS=path) and the orchestrator's probes answered before anything
+    else, the proxy headers believed (WEBSERVER_TRUSTED_PROXIES, WEBSERVER_ROOT_PATH),
+    and the streams still open at a stop ended (WEBSERVER_STREAM_STOP_TIMEOUT). Part of
+    the app, not put around it: next to the template's other layers they run as one
+    (fused_layers.py), and your tests meet them as a client does."""
+    metrics_path = (MetricsPathMiddleware,) if get_settings().metrics == "path" else ()
+    return (*metrics_path, ProbeMiddleware, ForwardedHeadersMiddleware, OpenStreamsMiddleware)
 
 
 def observability_layers() -> tuple[type, ...]:
@@ -86,15 +102,16 @@ def routers() -> list[APIRouter]:
 
 
 def middleware_layers(yours: Sequence[object] | None = None) -> tuple[object, ...]:
-    """The whole stack, outermost first (app/middleware/__init__.py says why): metrics
-    and the span, the request id, its access line, the headers every answer carries,
-    CORS (WEBSERVER_CORS_ORIGINS), the Host check, yours, then the template's body
-    limits and 500s. A 500 raised by a middleware of yours is answered just outside
-    it, still with CORS, and a body it reads is held to the size limits there."""
+    """The whole stack, outermost first (app/middleware/__init__.py says why): what
+    serving needs (probes, proxy headers, streams), metrics and the span, the request
+    id, its access line, the headers every answer carries, CORS
+    (WEBSERVER_CORS_ORIGINS), the Host check, yours, then the template's body limits and
+    500s. A 500 raised by a middleware of yours is answered just outside it, still with
+    CORS, and a body it reads is held to the size limits there."""
     yours = custom.MIDDLEWARE if yours is None else yours
     # Only with middleware of yours: a 500 it raises, and a body it reads.
     before_yours = (ServerErrorMiddleware, BodySizeBeforeYoursMiddleware) if yours else ()
-    return (*observability_layers(), *request_id_layer(), *access_log_layer(),
+    return (*serving_layers(), *observability_layers(), *request_id_layer(), *access_log_layer(),
             *answer_header_layers(), *cors_layer(), *GUARDS, *before_yours, *yours, *WITHIN)
 
 

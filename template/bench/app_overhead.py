@@ -6,8 +6,8 @@ the documentation routes and FastAPI's own telemetry off) that includes only the
 holding it, the FastAPI way: the baseline every ratio is to. `FastAPI()` with its
 defaults and the same router is a second reference, not the goal: its defaults cost
 more than the options this app turns off. Then the project's app without middleware;
-with each of its middleware alone; with the whole stack; and with the layers the
-launcher puts in front (probes, proxy headers).
+with each of its middleware alone; and with the whole stack, the app as every engine
+serves it (the probes, the proxy headers and the streams' end are layers of the app).
 
 The variants take turns in short slices (a few hundred requests each, ~15 ms), the
 first of each round rotating, for the whole duration. A slow spell of the machine
@@ -39,7 +39,7 @@ from bench.route import Route, RouteError
 BARE = "bare FastAPI, same setup, this router only"
 BARE_DEFAULTS = "FastAPI() defaults, this router only"
 NO_MIDDLEWARE = "this app, no middleware"
-ALL_MIDDLEWARE = "this app, all middleware"
+ALL_MIDDLEWARE = "this app, all middleware"  # as served
 
 
 @dataclass
@@ -90,8 +90,7 @@ def variants(route: Route, extra_routers: Sequence[APIRouter] = ()) -> list[Vari
         Variant(NO_MIDDLEWARE, app(middleware=())),
         *(Variant(f"this app + {layer.__name__} only", app(middleware=(layer,)))
           for layer in (*observability_layers(), *MIDDLEWARE)),
-        Variant(ALL_MIDDLEWARE, served),
-        Variant("as served (+ probes, proxy headers)", create_served_app(served)),
+        Variant(ALL_MIDDLEWARE, create_served_app(served)),  # the app as served
     ]
 
 

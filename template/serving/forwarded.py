@@ -1,6 +1,6 @@
 """X-Forwarded-For, -Proto and -Prefix from trusted proxies, the same on every engine.
 
-The launcher puts this in front of the app (create_served_app), so a forwarded request
+One of the app's first layers (app/main.py serving_layers), so a forwarded request
 gets the same answer whichever engine serves it (granian has no option of its own).
 A forwarded client is believed only when it is an IP address: from a trusted proxy,
 `6.6.6.6 "GET /admin" 200` would otherwise become `request.client.host` and the access
@@ -23,7 +23,7 @@ from functools import lru_cache
 
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from serving.settings import is_path_prefix
+from serving.settings import get_settings, is_path_prefix
 
 SCHEMES = {"http": "http", "https": "https", "ws": "http", "wss": "https"}
 WEBSOCKET_SCHEMES = {"http": "ws", "https": "wss"}
@@ -85,21 +85,30 @@ class TrustedProxies:
 
 
 class ForwardedHeadersMiddleware:
-    def __init__(self, app: ASGIApp, trusted_proxies: str, root_path: str = "") -> None:
+    """WEBSERVER_TRUSTED_PROXIES and WEBSERVER_ROOT_PATH unless given."""
+
+    def __init__(self, app: ASGIApp, trusted_proxies: str | None = None,
+                 root_path: str | None = None) -> None:
         self.app = app
-        self.trusted = TrustedProxies(trusted_proxies)
-        self.root_path = root_path
+        settings = get_settings()
+        self.trusted = TrustedProxies(settings.trusted_proxies if trusted_proxies is None
+                                      else trusted_proxies)
+        self.root_path = settings.root_path if root_path is None else root_path
 
     def __call__(self, scope: Scope, receive: Receive, send: Send):  # -> the app's awaitable
-        kind = scope["type"]
-        if kind in ("http", "websocket"):
-            peer = scope.get("client")
-            prefix = self.root_path
-            if peer and self.trusted.trusts(peer[0]):
-                prefix = self.apply(scope) or prefix
-            if prefix:
-                with_prefix(scope, prefix)
+        if scope["type"] in ("http", "websocket"):
+            self.forward(scope)
         return self.app(scope, receive, send)
+
+    def forward(self, scope: Scope) -> None:
+        """The scope as forwarded (an HTTP or WebSocket one). (Also called by the fused
+        layer, app/middleware/fused_layers.py.)"""
+        peer = scope.get("client")
+        prefix = self.root_path
+        if peer and self.trusted.trusts(peer[0]):
+            prefix = self.apply(scope) or prefix
+        if prefix:
+            with_prefix(scope, prefix)
 
     def apply(self, scope: Scope) -> str | None:
         """Believe the forwarded headers; the forwarded prefix, if any."""

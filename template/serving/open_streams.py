@@ -29,6 +29,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from starlette.websockets import WebSocketDisconnect
 
 from app.core.stopping import server_stopping
+from serving.settings import get_settings
 
 CLOSE = (b"connection", b"close")
 RESTART_CLOSE_CODE = 1012  # "Service Restart" in the IANA WebSocket close-code registry
@@ -125,6 +126,17 @@ def has_length(headers: Iterable[tuple[bytes, bytes]]) -> bool:
     return False
 
 
+def closing(message: Message) -> Message:
+    """An answer's start begun after the stop: its connection closes after it."""
+    return {**message, "headers": [*message.get("headers", ()), CLOSE]}
+
+
+def cut_by_the_stop(entry: Open, task: asyncio.Task[object]) -> bool:
+    """The request's task was cancelled by end_at_stop (its stream `cut`), not by an
+    engine (a client gone, a worker's own stop): the stream is then ended properly."""
+    return entry.cut and task.uncancel() == 0
+
+
 def noting_send(entry: Open, send: Send) -> Send:
     """`send`, noting whether the answer is a stream and when it ends (on trio, where
     each request is noted as it begins)."""
@@ -133,7 +145,7 @@ def noting_send(entry: Open, send: Send) -> Send:
         kind = message["type"]
         if kind == "http.response.start":
             if server_stopping.is_set():  # an answer after the stop closes its connection
-                message = {**message, "headers": [*message.get("headers", ()), CLOSE]}
+                message = closing(message)
             entry.streaming = not has_length(message.get("headers", ()))
         elif kind == "http.response.body":
             entry.done = not message.get("more_body", False)
@@ -159,11 +171,18 @@ def noted(task: asyncio.Task[object], scope: Scope) -> Open:
 class OpenStreamsMiddleware:
     """Notes each stream's task as its answer begins; ends it at the stop.
 
-    Only streams are noted: an answer with a Content-Length (most) costs a look at its
-    start's headers and nothing else (docs/benchmarks.md)."""
+    The outermost of the app's own layers after the probes and the proxy headers
+    (app/main.py), so that a stream of any route, behind any middleware of yours, is
+    ended; next to the template's other layers it runs in the fused one
+    (app/middleware/fused_layers.py). Only streams are noted: an answer with a
+    Content-Length (most) costs a look at its start's headers and nothing else
+    (docs/benchmarks.md)."""
 
-    def __init__(self, app: ASGIApp, stream_stop_timeout: float) -> None:
+    def __init__(self, app: ASGIApp, stream_stop_timeout: float | None = None) -> None:
         self.app = app
+        if stream_stop_timeout is None:  # a stream ends within the grace period
+            settings = get_settings()
+            stream_stop_timeout = min(settings.stream_stop_timeout, settings.graceful_timeout)
         OPEN_STREAMS.stop_timeout = stream_stop_timeout
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
@@ -188,7 +207,7 @@ class OpenStreamsMiddleware:
             kind = message["type"]
             if kind == "http.response.start":
                 if server_stopping.is_set():  # an answer after the stop closes its connection
-                    message = {**message, "headers": [*message.get("headers", ()), CLOSE]}
+                    message = closing(message)
                 if entry is None and not has_length(message.get("headers", ())):
                     entry = noted(task, scope)
             elif kind == "http.response.body":
@@ -210,7 +229,7 @@ class OpenStreamsMiddleware:
             if kind != "websocket":
                 raise
         except asyncio.CancelledError:
-            if entry is None or not entry.cut or task.uncancel() > 0:  # an engine's own
+            if entry is None or not cut_by_the_stop(entry, task):
                 raise
             await self.end(entry, send)
         finally:

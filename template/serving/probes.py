@@ -1,7 +1,7 @@
-"""/livez and /readyz, answered before the app.
+"""/livez and /readyz, answered by the app's first layer (app/main.py serving_layers).
 
-An orchestrator probes every few seconds per pod; these answers cost neither FastAPI's
-stack nor an access log line. A worker that answers them has a running event loop;
+An orchestrator probes every few seconds per pod; these answers cost neither routing,
+metrics nor an access log line. A worker that answers them has a running event loop;
 once the engine stops accepting (SIGTERM), the probes fail with the rest. A probe names
 the pod's IP as its host: answered here, it never meets WEBSERVER_ALLOWED_HOSTS
 (app/middleware/allowed_hosts.py).

@@ -213,8 +213,7 @@ def test_bench_app_compares_the_app_with_bare_fastapi_on_two_cases() -> None:
     assert result.stdout.count("vs bare FastAPI, same setup") == 2
     for row in ("bare FastAPI, same setup, this router only",
                 "FastAPI() defaults, this router only", "this app, no middleware",
-                "this app + RequestIdMiddleware only", "this app, all middleware",
-                "as served (+ probes, proxy headers)"):
+                "this app + RequestIdMiddleware only", "this app, all middleware"):
         assert result.stdout.count(f"│ {row}") == 2, result.stdout  # a row in each table
     assert result.stdout.count("The middleware alone:") == 2
     assert "GET /health/ " in result.stdout

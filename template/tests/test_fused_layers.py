@@ -25,6 +25,7 @@ from app.core import metrics as core_metrics
 from app.main import create_app, middleware_layers
 from app.middleware.access_log import AccessLogMiddleware
 from app.middleware.fused_layers import FusedLayers
+from serving.open_streams import OPEN_STREAMS
 from serving.setting_specs import BY_NAME
 from serving.settings import get_settings
 
@@ -60,6 +61,32 @@ async def gone() -> None:
     raise ClientDisconnect()
 
 
+@router.get("/where")
+async def where(request: Request) -> dict[str, Any]:
+    """What the proxy headers made of the request."""
+    return {"client": list(request.client or ()), "scheme": request.url.scheme,
+            "root_path": request.scope["root_path"], "url": str(request.url)}
+
+
+@router.get("/stream")
+async def stream() -> StreamingResponse:
+    async def chunks() -> AsyncIterator[bytes]:
+        yield b"first"
+        yield b"second"
+
+    return StreamingResponse(chunks())
+
+
+@router.get("/endless")
+async def endless() -> StreamingResponse:
+    async def ticks() -> AsyncIterator[bytes]:
+        while True:  # a stream that never looks at server_stopping
+            yield b"tick\n"
+            await asyncio.sleep(0.01)
+
+    return StreamingResponse(ticks())
+
+
 HOST = (b"host", b"localhost")
 MANY = [(b"x-filler-%d" % n, b"x") for n in range(101)]
 BIG = 2_000_000  # over the default WEBSERVER_MAX_BODY_SIZE
@@ -89,6 +116,15 @@ REQUESTS: dict[str, tuple[str, str, list[tuple[bytes, bytes]], list[bytes], str]
     "a failure after the start": ("GET", "/fused/late", [HOST], [], "1.1"),
     "client gone": ("GET", "/fused/gone", [HOST], [], "1.1"),
     "odd method": ("BREW", "/fused/ok", [HOST], [], "1.1"),
+    "a probe": ("GET", "/livez", [(b"host", b"10.0.0.7")], [], "1.1"),
+    "a probe's path under a prefix": ("GET", "/readyz", [
+        HOST, (b"x-forwarded-prefix", b"/api")], [], "1.1"),
+    "forwarded by a trusted proxy": ("GET", "/fused/where", [
+        HOST, (b"x-forwarded-for", b"203.0.113.7, 10.0.0.1"),
+        (b"x-forwarded-proto", b"https"), (b"x-forwarded-prefix", b"/api")], [], "1.1"),
+    "forged forwarded client": ("GET", "/fused/where", [
+        HOST, (b"x-forwarded-for", b"not-an-address")], [], "1.1"),
+    "a stream": ("GET", "/fused/stream", [HOST], [], "1.1"),
 }
 VARYING = {b"server-timing", b"date"}  # the value differs from one call to the next
 
@@ -203,6 +239,68 @@ def test_create_app_fuses_the_default_stack_into_one_layer(
         layer for layer in _walk(fused) if isinstance(layer, FusedLayers)).parts} >= set(
         middleware_layers())
     assert FusedLayers not in {type(layer) for layer in _walk(apart)}
+
+
+def cut_at_the_stop(app: FastAPI, cut: bool = True) -> tuple[list[dict[str, Any]], str]:
+    """/fused/endless, open, then cancelled as OpenStreams.end_at_stop cancels a stream
+    still open at the stop (`cut`), or as an engine cancels a request (not `cut`).
+    The messages sent, and how the request's task ended."""
+
+    async def run() -> tuple[list[dict[str, Any]], str]:
+        sent: list[dict[str, Any]] = []
+        ticking = asyncio.Event()
+
+        async def receive() -> dict[str, Any]:
+            await asyncio.sleep(3600)
+            return {"type": "http.disconnect"}
+
+        async def send(message: dict[str, Any]) -> None:
+            sent.append(message)
+            ticking.set()
+
+        scope = {"type": "http", "asgi": {"version": "3.0"}, "http_version": "1.1",
+                 "method": "GET", "scheme": "http", "path": "/fused/endless",
+                 "raw_path": b"/fused/endless", "query_string": b"", "root_path": "",
+                 "headers": [HOST], "client": ("127.0.0.1", 5000),
+                 "server": ("127.0.0.1", 8000), "extensions": {}}
+        task = asyncio.create_task(app(scope, receive, send))
+        await asyncio.wait_for(ticking.wait(), 5)
+        noted = OPEN_STREAMS.streams(asyncio.get_running_loop())
+        assert [open_task for open_task, _ in noted] == [task]
+        noted[0][1].cut = cut
+        task.cancel()
+        try:
+            await asyncio.wait_for(task, 5)
+        except asyncio.CancelledError:
+            ended = "cancelled"
+        else:
+            ended = "returned"
+        assert task not in OPEN_STREAMS.open
+        return sent, ended
+
+    return asyncio.run(run())
+
+
+@pytest.mark.parametrize("cut", [True, False], ids=["by the stop", "by the engine"])
+def test_a_stream_open_at_the_stop_ends_as_the_class_ends_it(
+        cut: bool, apps: tuple[FastAPI, FastAPI], caplog: pytest.LogCaptureFixture) -> None:
+    fused, apart = apps
+    got: dict[str, tuple[str, list[Any], int]] = {}
+    for name, app in (("fused", fused), ("apart", apart)):
+        caplog.clear()
+        sent, ended = cut_at_the_stop(app, cut=cut)
+        lines = [r for r in caplog.records if "Stopping: ended the stream" in r.getMessage()]
+        assert sent[0]["type"] == "http.response.start", sent
+        assert b"content-length" not in dict(sent[0]["headers"])
+        assert all(m["type"] == "http.response.body" for m in sent[1:]), sent
+        got[name] = (ended, sent[-1], len(lines))
+        access_lines(app)
+    if cut:  # ended properly: the last chunk sent, one line said, the task returns
+        last = {"type": "http.response.body", "body": b"", "more_body": False}
+        assert got["fused"] == got["apart"] == ("returned", last, 1)
+    else:  # an engine's cancel is the engine's
+        assert got["fused"][0] == got["apart"][0] == "cancelled"
+        assert got["fused"][2] == got["apart"][2] == 0
 
 
 def _walk(app: FastAPI) -> Iterator[Any]:

@@ -166,18 +166,18 @@ def test_the_package_has_middleware_and_all_of_it_is_installed(
 
 def test_the_serving_layer_has_wrappers_and_all_of_them_are_checked() -> None:
     names = {wrapper.__name__ for wrapper in served_wrappers()}
-    # The four the served app and gunicorn's worker put in front of the app.
+    # The four the app puts first (app/main.py) and gunicorn's worker in front of it.
     assert {"ForwardedHeadersMiddleware", "ProbeMiddleware", "MetricsPathMiddleware",
             "WebSocketsOff"} <= names
 
 
 def served(app: Any) -> Any:
-    """The app as every engine serves it (serving/served_app.py), /metrics on the path."""
+    """The stack as every engine serves it (serving/served_app.py), /metrics on the path."""
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv(BY_NAME["metrics"].env, "path")
         get_settings.cache_clear()
         try:
-            return create_served_app(app)
+            return create_served_app(stack(app))
         finally:
             get_settings.cache_clear()
 
@@ -185,7 +185,7 @@ def served(app: Any) -> Any:
 CASES = [pytest.param(m, id=m.__name__) for m in discovered()]
 CASES += [pytest.param(built(w), id=f"serving.{w.__name__}") for w in served_wrappers()]
 CASES.append(pytest.param(stack, id="whole-stack"))
-CASES.append(pytest.param(lambda app: served(stack(app)), id="whole-stack-as-served"))
+CASES.append(pytest.param(served, id="whole-stack-as-served"))
 
 
 @pytest.mark.parametrize("wrap", CASES)

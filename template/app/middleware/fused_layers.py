@@ -1,10 +1,11 @@
 """The template's own middleware, where the stack puts them next to each other, as one
 ASGI layer.
 
-With the defaults every template layer is next to the others (metrics, the request id,
-the access log, Server-Timing, the security headers, the Host check, the 500s, the body
-limits, the WebSocket limits), and each layer cost a call, most a coroutine and a `send`
-wrapper, and several a scan of the request's headers: a fifth of a small request
+With the defaults every template layer is next to the others (the probes, the proxy
+headers, the end of streams at a stop, metrics, the request id, the access log,
+Server-Timing, the security headers, the Host check, the 500s, the body limits, the
+WebSocket limits), and each layer cost a call, most a coroutine and a `send` wrapper,
+and several a scan of the request's headers: a fifth of a small request
 (docs/benchmarks.md). `fuse()` runs each run of them as this one layer: for HTTP one
 coroutine, one `send` wrapper and one scan of the headers, doing what the classes do, in
 the order the stack defines (app/middleware/__init__.py). A layer of yours, CORS or
@@ -15,12 +16,14 @@ and is tested alone.
 
 from __future__ import annotations
 
+from asyncio import CancelledError, current_task
 from collections.abc import Awaitable, Iterable, Sequence
 from time import perf_counter
 from typing import Any
 
 from starlette.types import ASGIApp, Receive, Scope, Send
 
+from app.core.stopping import server_stopping
 from app.middleware import MIDDLEWARE
 from app.middleware.access_log import FORMATS, AccessLogMiddleware
 from app.middleware.allowed_hosts import AllowedHostsMiddleware, refuse_host
@@ -46,10 +49,23 @@ from app.middleware.start_headers import (
 )
 from app.middleware.timing import TimingMiddleware
 from app.middleware.websocket_limits import WebSocketLimitsMiddleware
+from serving.forwarded import ForwardedHeadersMiddleware
+from serving.open_streams import (
+    OPEN_STREAMS,
+    Open,
+    OpenStreamsMiddleware,
+    closing,
+    cut_by_the_stop,
+    has_length,
+    noted,
+)
+from serving.probes import PROBE_PATHS, ProbeMiddleware
+from serving.probes import answer as answer_probe
 
 # The order of the stack, outermost first (app/main.py middleware_layers); the access
 # log's place is taken by whichever format WEBSERVER_ACCESS_LOG picks.
 ORDER: tuple[tuple[type, ...], ...] = (
+    (ProbeMiddleware,), (ForwardedHeadersMiddleware,), (OpenStreamsMiddleware,),
     (MetricsMiddleware,), (RequestIdMiddleware,), tuple(FORMATS.values()),
     (TimingMiddleware,), (SecurityHeadersMiddleware,), (AllowedHostsMiddleware,),
     (ServerErrorMiddleware,), (RequestLimitsMiddleware,), (WebSocketLimitsMiddleware,),
@@ -83,6 +99,9 @@ class FusedLayers:
         def member(kind: type) -> Any:
             return next((m for m in self.members if isinstance(m, kind)), None)
 
+        self.probes = member(ProbeMiddleware) is not None
+        self.forwarded: ForwardedHeadersMiddleware | None = member(ForwardedHeadersMiddleware)
+        self.streams: OpenStreamsMiddleware | None = member(OpenStreamsMiddleware)
         self.metrics: MetricsMiddleware | None = member(MetricsMiddleware)
         self.access: AccessLogMiddleware | None = member(AccessLogMiddleware)
         self.hosts: AllowedHostsMiddleware | None = member(AllowedHostsMiddleware)
@@ -108,6 +127,18 @@ class FusedLayers:
         if scope["type"] != "http":
             await self.other(scope, receive, send)
             return
+        if self.probes and scope["path"] in PROBE_PATHS:
+            await answer_probe(send)
+            return
+        task = None
+        if self.streams is not None:
+            try:
+                task = current_task()
+            except RuntimeError:  # no asyncio loop: Hypercorn's trio worker, the classes'
+                await self.other(scope, receive, send)
+                return
+        if self.forwarded is not None:
+            self.forwarded.forward(scope)
         metrics = self.metrics
         started = metrics.begin() if metrics is not None else perf_counter()
         # The one scan: the Host check's, the body limits' and the request id's.
@@ -128,17 +159,26 @@ class FusedLayers:
         for early in self.early:  # a header-only layer's headers decided now
             ours = [*ours, *early(scope)]
         status = 0  # also: a response started inside the 500s' place, when not 0
+        entry: Open | None = None  # a stream's, once its answer begins (open_streams.py)
 
         def send_out(message: Message) -> Awaitable[None]:
             # Few names from outside: each is a cell made per request.
-            nonlocal status
+            nonlocal status, entry
             if message["type"] == "http.response.start":
                 status = message["status"]
                 if self.timed:
                     self.add(message, ours, started)
                 elif self.adds:
                     add_headers(message, ours, self.names)
-            elif self.access is not None and is_response_end(message):
+                if task is not None:  # OpenStreamsMiddleware's part
+                    if server_stopping.is_set():
+                        message = closing(message)
+                    if not has_length(message.get("headers", ())):
+                        entry = noted(task, scope)
+                return send(message)
+            if entry is not None and message["type"] == "http.response.body":
+                entry.done = not message.get("more_body", False)
+            if self.access is not None and is_response_end(message):
                 return logged(send(message), self.access, scope, status, started)
             return send(message)
 
@@ -163,7 +203,15 @@ class FusedLayers:
                     raise
                 await self.errors.recover(scope, receive, send_out, error,
                                           started=status != 0)
+        except CancelledError:
+            streams = self.streams
+            if streams is None or task is None or entry is None or not cut_by_the_stop(
+                    entry, task):
+                raise
+            await streams.end(entry, send)  # outside the rest, as the class does
         finally:
+            if entry is not None and task is not None:
+                del OPEN_STREAMS.open[task]
             if metrics is not None:
                 metrics.observe(scope, status, started)
 
