@@ -14,7 +14,9 @@
 - Settings: fields on AppSettings, read from the environment and `.env` with the
   prefix APP_ (WEBSERVER_ is the server's). A bad value stops `serve` with a sentence;
   an APP_ name close to one of yours is refused as a likely typo.
-- Anything else on the app (exception handlers, state): `customize`.
+- Anything else on the app (exception handlers, state): `customize`. Middleware goes in
+  MIDDLEWARE, not `app.add_middleware` there: that one would stand before the probes
+  and the proxy headers (app/main.py).
 """
 
 from __future__ import annotations

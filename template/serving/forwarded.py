@@ -25,6 +25,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from serving.settings import get_settings, is_path_prefix
 
+FORWARDED_HEADERS = frozenset({b"x-forwarded-for", b"x-forwarded-proto", b"x-forwarded-prefix"})
 SCHEMES = {"http": "http", "https": "https", "ws": "http", "wss": "https"}
 WEBSOCKET_SCHEMES = {"http": "ws", "https": "wss"}
 LONGEST_ADDRESS = 64  # longer than any address, a scope id included (fe80::1%eth0)
@@ -100,12 +101,13 @@ class ForwardedHeadersMiddleware:
             self.forward(scope)
         return self.app(scope, receive, send)
 
-    def forward(self, scope: Scope) -> None:
-        """The scope as forwarded (an HTTP or WebSocket one). (Also called by the fused
-        layer, app/middleware/fused_layers.py.)"""
+    def forward(self, scope: Scope, named: bool = True) -> None:
+        """The scope as forwarded (an HTTP or WebSocket one). `named`: whether a header
+        of FORWARDED_HEADERS may be there (the fused layer, app/middleware/
+        fused_layers.py, knows from its one scan of the headers)."""
         peer = scope.get("client")
         prefix = self.root_path
-        if peer and self.trusted.trusts(peer[0]):
+        if named and peer and self.trusted.trusts(peer[0]):
             prefix = self.apply(scope) or prefix
         if prefix:
             with_prefix(scope, prefix)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import io
+import json
 import re
 from collections.abc import AsyncIterator, Iterator
 from typing import Any
@@ -122,6 +123,7 @@ REQUESTS: dict[str, tuple[str, str, list[tuple[bytes, bytes]], list[bytes], str]
     "forwarded by a trusted proxy": ("GET", "/fused/where", [
         HOST, (b"x-forwarded-for", b"203.0.113.7, 10.0.0.1"),
         (b"x-forwarded-proto", b"https"), (b"x-forwarded-prefix", b"/api")], [], "1.1"),
+    "nothing forwarded": ("GET", "/fused/where", [HOST], [], "1.1"),
     "forged forwarded client": ("GET", "/fused/where", [
         HOST, (b"x-forwarded-for", b"not-an-address")], [], "1.1"),
     "a stream": ("GET", "/fused/stream", [HOST], [], "1.1"),
@@ -239,6 +241,27 @@ def test_create_app_fuses_the_default_stack_into_one_layer(
         layer for layer in _walk(fused) if isinstance(layer, FusedLayers)).parts} >= set(
         middleware_layers())
     assert FusedLayers not in {type(layer) for layer in _walk(apart)}
+
+
+@pytest.mark.parametrize("name", ["nothing forwarded", "forwarded by a trusted proxy",
+                                  "forged forwarded client", "a probe"])
+def test_the_root_path_is_put_in_front_as_the_class_puts_it(
+        name: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(BY_NAME["root_path"].env, "/mounted")
+    get_settings.cache_clear()
+    try:
+        fused = create_app(user_routers=[router])
+        apart = create_app(middleware=[Middleware(layer) for layer in middleware_layers()],  # type: ignore[arg-type]
+                           user_routers=[router])
+    finally:
+        get_settings.cache_clear()
+    path = REQUESTS[name][1]
+    got_fused, _ = call(fused, name)
+    got_apart, _ = call(apart, name)
+    assert shown(got_fused, False) == shown(got_apart, False)
+    if path == "/fused/where":  # a trusted proxy's prefix wins over the setting
+        expected = "/api" if name == "forwarded by a trusted proxy" else "/mounted"
+        assert json.loads(got_fused[1]["body"])["root_path"] == expected
 
 
 def cut_at_the_stop(app: FastAPI, cut: bool = True) -> tuple[list[dict[str, Any]], str]:

@@ -49,7 +49,7 @@ from app.middleware.start_headers import (
 )
 from app.middleware.timing import TimingMiddleware
 from app.middleware.websocket_limits import WebSocketLimitsMiddleware
-from serving.forwarded import ForwardedHeadersMiddleware
+from serving.forwarded import FORWARDED_HEADERS, ForwardedHeadersMiddleware
 from serving.open_streams import (
     OPEN_STREAMS,
     Open,
@@ -137,13 +137,12 @@ class FusedLayers:
             except RuntimeError:  # no asyncio loop: Hypercorn's trio worker, the classes'
                 await self.other(scope, receive, send)
                 return
-        if self.forwarded is not None:
-            self.forwarded.forward(scope)
         metrics = self.metrics
         started = metrics.begin() if metrics is not None else perf_counter()
-        # The one scan: the Host check's, the body limits' and the request id's.
+        # The one scan: the Host check's, the body limits', the request id's and the
+        # proxy headers'.
         host = given = None
-        twice = body = False
+        twice = body = forwarded = False
         headers = scope["headers"]
         for name, value in headers:
             if name == b"host":
@@ -153,6 +152,10 @@ class FusedLayers:
                 body = True
             elif name == REQUEST_ID and given is None and ACCEPTED.fullmatch(value):
                 given = value
+            elif name in FORWARDED_HEADERS:
+                forwarded = True
+        if self.forwarded is not None:  # before anything reads the client or the path
+            self.forwarded.forward(scope, named=forwarded)
         ours = self.static
         if self.request_id is not None:
             ours = [*ours, *self.request_id.identified(scope, given)]
