@@ -52,7 +52,7 @@ def host_and_port(entry: str) -> tuple[str, int]:
         host, _, port = entry.partition(":")
     else:
         host, port = entry, ""
-    if port and not (port.isascii() and port.isdigit()):
+    if port and not (port.isascii() and port.isdigit() and len(port) <= 5):
         return entry, 0
     return host, int(port or 0)
 
@@ -91,10 +91,12 @@ class ForwardedHeadersMiddleware:
     def __init__(self, app: ASGIApp, trusted_proxies: str | None = None,
                  root_path: str | None = None) -> None:
         self.app = app
-        settings = get_settings()
-        self.trusted = TrustedProxies(settings.trusted_proxies if trusted_proxies is None
-                                      else trusted_proxies)
-        self.root_path = settings.root_path if root_path is None else root_path
+        if trusted_proxies is None:
+            trusted_proxies = get_settings().trusted_proxies
+        if root_path is None:
+            root_path = get_settings().root_path
+        self.trusted = TrustedProxies(trusted_proxies)
+        self.root_path = root_path
 
     def __call__(self, scope: Scope, receive: Receive, send: Send):  # -> the app's awaitable
         if scope["type"] in ("http", "websocket"):

@@ -10,8 +10,9 @@ Here, in each worker, once `server_stopping` (app/core/stopping.py) is set: a st
 WEBSERVER_STREAM_STOP_TIMEOUT seconds has its task cancelled, and this layer ends it
 properly: the stream's last chunk, a WebSocket's close frame with 1012 (service
 restart: come back later). One INFO line for each. An answer with a Content-Length
-and a request not yet answered keep the whole grace period. Every answer begun after
-the stop says `Connection: close`: a kept-alive client then sends no request into a
+and a request not yet answered keep the whole grace period. Every answer of the app
+begun after the stop says `Connection: close` (the probes and /metrics, answered
+before this layer, aside): a kept-alive client then sends no request into a
 connection that is about to close.
 """
 
@@ -234,7 +235,7 @@ class OpenStreamsMiddleware:
             await self.end(entry, send)
         finally:
             if entry is not None:
-                del OPEN_STREAMS.open[task]
+                OPEN_STREAMS.open.pop(task, None)  # an app of this template inside another
 
     async def on_trio(self, scope: Scope, receive: Receive, send: Send) -> None:
         """The same on trio: a request runs in a cancel scope of its own, which the

@@ -162,16 +162,17 @@ def test_what_could_break_a_line_or_a_terminal_is_escaped(text: str, written: st
 
 
 def test_the_forwarded_client_check_keeps_the_peer_in_process() -> None:
-    """The proxy-headers layer alone, as create_served_app installs it: what
-    request.client is."""
+    """The proxy-headers layer alone, as the app's stack has it: what request.client
+    is. A port of 5000 digits (more than int() takes) is no port: the peer stays."""
     seen: list[Any] = []
 
     async def app(scope: Any, receive: Any, send: Any) -> None:
         seen.append(Request(scope).client)
 
-    layer = ForwardedHeadersMiddleware(app, "127.0.0.1")
-    for value in ["203.0.113.7", "[::1]:80", *NOT_ADDRESSES, "1" * 300]:
+    layer = ForwardedHeadersMiddleware(app, "127.0.0.1", "")
+    for value in ["203.0.113.7", "[::1]:80", *NOT_ADDRESSES, "1" * 300,
+                  "203.0.113.7:" + "9" * 5000, "[::1]:123456"]:
         scope = {"type": "http", "client": (PEER, 5000),
                  "headers": [(b"x-forwarded-for", value.encode())]}
         asyncio.run(layer(scope, None, None))
-    assert seen == [("203.0.113.7", 0), ("::1", 80), *[(PEER, 5000)] * 4]
+    assert seen == [("203.0.113.7", 0), ("::1", 80), *[(PEER, 5000)] * 6]

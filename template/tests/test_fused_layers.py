@@ -16,13 +16,16 @@ import re
 from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
+import anyio
 import pytest
+import trio
 from fastapi import APIRouter, FastAPI, Request
 from fastapi.responses import StreamingResponse
 from starlette.middleware import Middleware
 from starlette.requests import ClientDisconnect
 
 from app.core import metrics as core_metrics
+from app.core.stopping import server_stopping
 from app.main import create_app, middleware_layers
 from app.middleware.access_log import AccessLogMiddleware
 from app.middleware.fused_layers import FusedLayers
@@ -124,6 +127,8 @@ REQUESTS: dict[str, tuple[str, str, list[tuple[bytes, bytes]], list[bytes], str]
         HOST, (b"x-forwarded-for", b"203.0.113.7, 10.0.0.1"),
         (b"x-forwarded-proto", b"https"), (b"x-forwarded-prefix", b"/api")], [], "1.1"),
     "nothing forwarded": ("GET", "/fused/where", [HOST], [], "1.1"),
+    "forwarded by trusted proxies only": ("GET", "/fused/where", [
+        HOST, (b"x-forwarded-for", b"127.0.0.1"), (b"x-forwarded-prefix", b"/api")], [], "1.1"),
     "forged forwarded client": ("GET", "/fused/where", [
         HOST, (b"x-forwarded-for", b"not-an-address")], [], "1.1"),
     "a stream": ("GET", "/fused/stream", [HOST], [], "1.1"),
@@ -154,7 +159,7 @@ def apps() -> Iterator[tuple[FastAPI, FastAPI]]:
             get_settings.cache_clear()
 
 
-def call(app: FastAPI, name: str) -> tuple[list[dict[str, Any]], list[Any]]:
+def call(app: FastAPI, name: str, on_trio: bool = False) -> tuple[list[dict[str, Any]], list[Any]]:
     method, path, headers, chunks, version = REQUESTS[name]
     scope = {"type": "http", "asgi": {"version": "3.0"}, "http_version": version,
              "method": method, "scheme": "http", "path": path, "raw_path": path.encode(),
@@ -172,7 +177,7 @@ def call(app: FastAPI, name: str) -> tuple[list[dict[str, Any]], list[Any]]:
     async def receive() -> dict[str, Any]:
         if incoming:
             return incoming.pop(0)
-        await asyncio.sleep(3600)  # a client that stays connected
+        await anyio.sleep(3600)  # a client that stays connected
         return {"type": "http.disconnect"}
 
     async def send(message: dict[str, Any]) -> None:
@@ -181,7 +186,10 @@ def call(app: FastAPI, name: str) -> tuple[list[dict[str, Any]], list[Any]]:
     table = core_metrics.server_metrics().durations
     table.clear()
     try:
-        asyncio.run(app(scope, receive, send))
+        if on_trio:  # Hypercorn's trio worker: no asyncio loop
+            trio.run(app, scope, receive, send)
+        else:
+            asyncio.run(app(scope, receive, send))
     except RuntimeError:
         sent.append({"type": "raised"})
     # The requests counted, by their labels (not their durations, which vary).
@@ -253,11 +261,11 @@ def test_the_root_path_is_put_in_front_as_the_class_puts_it(
         fused = create_app(user_routers=[router])
         apart = create_app(middleware=[Middleware(layer) for layer in middleware_layers()],  # type: ignore[arg-type]
                            user_routers=[router])
+        got_fused, _ = call(fused, name)  # the stack is built at the first call
+        got_apart, _ = call(apart, name)
     finally:
         get_settings.cache_clear()
     path = REQUESTS[name][1]
-    got_fused, _ = call(fused, name)
-    got_apart, _ = call(apart, name)
     assert shown(got_fused, False) == shown(got_apart, False)
     if path == "/fused/where":  # a trusted proxy's prefix wins over the setting
         expected = "/api" if name == "forwarded by a trusted proxy" else "/mounted"
@@ -316,14 +324,45 @@ def test_a_stream_open_at_the_stop_ends_as_the_class_ends_it(
         assert sent[0]["type"] == "http.response.start", sent
         assert b"content-length" not in dict(sent[0]["headers"])
         assert all(m["type"] == "http.response.body" for m in sent[1:]), sent
-        got[name] = (ended, sent[-1], len(lines))
-        access_lines(app)
+        got[name] = (ended, sent[-1], len(lines), access_lines(app))
+    assert got["fused"][3] == got["apart"][3]  # the same access lines, if any
     if cut:  # ended properly: the last chunk sent, one line said, the task returns
         last = {"type": "http.response.body", "body": b"", "more_body": False}
-        assert got["fused"] == got["apart"] == ("returned", last, 1)
+        assert got["fused"][:3] == got["apart"][:3] == ("returned", last, 1)
     else:  # an engine's cancel is the engine's
         assert got["fused"][0] == got["apart"][0] == "cancelled"
         assert got["fused"][2] == got["apart"][2] == 0
+
+
+@pytest.mark.parametrize("name", ["a route of yours", "a stream", "a probe", "a 500"])
+def test_an_answer_after_the_stop_closes_its_connection_as_the_class_says(
+        name: str, apps: tuple[FastAPI, FastAPI]) -> None:
+    fused, apart = apps
+    server_stopping.flag.set()  # the flag alone: no waiter of another test is woken
+    try:
+        got_fused, _ = call(fused, name)
+        got_apart, _ = call(apart, name)
+    finally:
+        server_stopping.flag.clear()
+    access_lines(fused), access_lines(apart)
+    assert shown(got_fused, False) == shown(got_apart, False)
+    closes = (b"connection", b"close") in got_fused[0]["headers"]
+    assert closes is (name != "a probe"), got_fused[0]  # the probes come first
+
+
+@pytest.mark.parametrize("name", ["a probe", "forwarded by a trusted proxy", "a stream",
+                                  "forwarded by trusted proxies only", "a route of yours",
+                                  "forged host"])
+def test_on_trio_the_fused_layer_answers_as_on_asyncio(
+        name: str, apps: tuple[FastAPI, FastAPI]) -> None:
+    fused, _ = apps
+    given_id = any(header == b"x-request-id" for header, _ in REQUESTS[name][2])
+    on_asyncio, counted_on_asyncio = call(fused, name)
+    lines_on_asyncio = access_lines(fused)
+    on_trio, counted_on_trio = call(fused, name, on_trio=True)
+    assert shown(on_trio, given_id) == shown(on_asyncio, given_id)
+    assert access_lines(fused) == lines_on_asyncio
+    assert counted_on_trio == counted_on_asyncio
 
 
 def _walk(app: FastAPI) -> Iterator[Any]:

@@ -171,8 +171,9 @@ def test_the_serving_layer_has_wrappers_and_all_of_them_are_checked() -> None:
             "WebSocketsOff"} <= names
 
 
-def served(app: Any) -> Any:
-    """The stack as every engine serves it (serving/served_app.py), /metrics on the path."""
+def with_metrics_path(app: Any) -> Any:
+    """The whole stack as every engine serves it (serving/served_app.py), /metrics on
+    the app's port (WEBSERVER_METRICS=path: one layer more)."""
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv(BY_NAME["metrics"].env, "path")
         get_settings.cache_clear()
@@ -185,7 +186,7 @@ def served(app: Any) -> Any:
 CASES = [pytest.param(m, id=m.__name__) for m in discovered()]
 CASES += [pytest.param(built(w), id=f"serving.{w.__name__}") for w in served_wrappers()]
 CASES.append(pytest.param(stack, id="whole-stack"))
-CASES.append(pytest.param(served, id="whole-stack-as-served"))
+CASES.append(pytest.param(with_metrics_path, id="whole-stack-metrics-path"))
 
 
 @pytest.mark.parametrize("wrap", CASES)

@@ -137,8 +137,6 @@ class FusedLayers:
             except RuntimeError:  # no asyncio loop: Hypercorn's trio worker, the classes'
                 await self.other(scope, receive, send)
                 return
-        metrics = self.metrics
-        started = metrics.begin() if metrics is not None else perf_counter()
         # The one scan: the Host check's, the body limits', the request id's and the
         # proxy headers'.
         host = given = None
@@ -156,6 +154,10 @@ class FusedLayers:
                 forwarded = True
         if self.forwarded is not None:  # before anything reads the client or the path
             self.forwarded.forward(scope, named=forwarded)
+        # Counted in flight from here: every path below ends in the `finally` that
+        # counts it out.
+        metrics = self.metrics
+        started = metrics.begin() if metrics is not None else perf_counter()
         ours = self.static
         if self.request_id is not None:
             ours = [*ours, *self.request_id.identified(scope, given)]
@@ -214,7 +216,7 @@ class FusedLayers:
             await streams.end(entry, send)  # outside the rest, as the class does
         finally:
             if entry is not None and task is not None:
-                del OPEN_STREAMS.open[task]
+                OPEN_STREAMS.open.pop(task, None)  # an app of this template inside another
             if metrics is not None:
                 metrics.observe(scope, status, started)
 

@@ -1,6 +1,7 @@
 """Prometheus metrics for every HTTP request (WEBSERVER_METRICS; app/core/metrics.py).
 
-The outermost layer: it counts what the others answer too (a host refused, a 500,
+The outermost of the template's layers after the probes, the proxy headers and the
+streams' end (app/main.py): it counts what the others answer too (a host refused, a 500,
 a 499), and times the whole stack. A request is labelled by the template of the route
 that served it (`/items/{item_id}`, from `scope["route"]`, which the router sets:
 tests/test_routing.py), never by its path, so the series stay as few as the routes;

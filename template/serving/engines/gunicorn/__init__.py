@@ -70,7 +70,7 @@ def options(settings: Settings, loop: str) -> dict[str, object]:
         "errorlog": "-",  # its lines on stderr, as the other engines' (docs/security.md)
         "logger_class": logs.gunicorn_logger(settings.log_format),  # app/core/logs.py
         "accesslog": None,  # the app's own access log, the same on every engine
-        # The proxy headers are the app's layer's (create_served_app), as on the other
+        # The proxy headers are the app's layer's (serving/forwarded.py), as on the other
         # engines: gunicorn rewrites no scheme, and its trusted addresses only say who
         # may open cleartext HTTP/2 (gunicorn answers h2c to those alone).
         "secure_scheme_headers": {},

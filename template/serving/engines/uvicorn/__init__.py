@@ -49,7 +49,7 @@ def config(settings: Settings, loop: str) -> uvicorn.Config:
         limit_max_requests_jitter=settings.worker_max_requests // 10,
         timeout_keep_alive=settings.keepalive_timeout,
         timeout_graceful_shutdown=settings.graceful_timeout,
-        proxy_headers=False,  # applied by create_served_app, as on every engine
+        proxy_headers=False,  # the app's own layer (serving/forwarded.py), as on every engine
         ws_max_size=settings.ws_max_message_size or WS_MAX_MESSAGE_SIZE,
         ws_ping_interval=settings.ws_ping_interval or None,
         ws_ping_timeout=WS_PING_TIMEOUT if settings.ws_ping_interval else None,
