@@ -225,19 +225,20 @@ def access_lines(app: FastAPI) -> list[str]:
             for line in text.splitlines()]
 
 
+def answered(app: FastAPI, name: str, on_trio: bool = False) -> tuple[Any, ...]:
+    """The request `name` answered by `app`: the messages (shown), the access lines and
+    the requests counted."""
+    given_id = any(header == b"x-request-id" for header, _ in REQUESTS[name][2])
+    sent, counted = call(app, name, on_trio=on_trio)
+    assert sent, name
+    return shown(sent, given_id), access_lines(app), counted
+
+
 @pytest.mark.parametrize("name", REQUESTS)
 def test_the_fused_layer_answers_as_the_classes_apart(
         name: str, apps: tuple[FastAPI, FastAPI]) -> None:
     fused, apart = apps
-    given_id = any(header == b"x-request-id" for header, _ in REQUESTS[name][2])
-    got_fused, metrics_fused = call(fused, name)
-    lines_fused = access_lines(fused)
-    got_apart, metrics_apart = call(apart, name)
-    lines_apart = access_lines(apart)
-    assert got_fused, name
-    assert shown(got_fused, given_id) == shown(got_apart, given_id)
-    assert lines_fused == lines_apart
-    assert metrics_fused == metrics_apart
+    assert answered(fused, name) == answered(apart, name)
 
 
 def test_create_app_fuses_the_default_stack_into_one_layer(
@@ -356,13 +357,7 @@ def test_an_answer_after_the_stop_closes_its_connection_as_the_class_says(
 def test_on_trio_the_fused_layer_answers_as_on_asyncio(
         name: str, apps: tuple[FastAPI, FastAPI]) -> None:
     fused, _ = apps
-    given_id = any(header == b"x-request-id" for header, _ in REQUESTS[name][2])
-    on_asyncio, counted_on_asyncio = call(fused, name)
-    lines_on_asyncio = access_lines(fused)
-    on_trio, counted_on_trio = call(fused, name, on_trio=True)
-    assert shown(on_trio, given_id) == shown(on_asyncio, given_id)
-    assert access_lines(fused) == lines_on_asyncio
-    assert counted_on_trio == counted_on_asyncio
+    assert answered(fused, name, on_trio=True) == answered(fused, name)
 
 
 def _walk(app: FastAPI) -> Iterator[Any]:
