@@ -10,6 +10,7 @@ from pathlib import Path
 from fastapi import APIRouter, FastAPI
 from fastapi.staticfiles import StaticFiles
 from starlette.middleware import Middleware
+from starlette.routing import BaseRoute, Match, Mount
 
 from app import custom
 from app.api import demo, echo, health
@@ -37,12 +38,12 @@ STATIC_DIR = Path(__file__).parent / "static"
 NO_DOCS = {"openapi_url": None, "docs_url": None, "redoc_url": None}
 
 
-# /health/ first (an orchestrator's probe of it), then yours, then the template's
-# examples and static files: a request of yours is matched without first trying every
-# example route (7-9 µs a request, docs/benchmarks.md), and a path you also serve is yours.
+# Yours first, then /health/ and the static files, then the template's examples: a
+# request of yours is matched without first trying the template's routes (each costs,
+# docs/benchmarks.md), and a path you also serve is yours. /health/ and /static come
+# before yours only where one of yours would take their paths (create_app).
 HEALTH_ROUTER = health.router
 EXAMPLE_ROUTERS = (echo.router, demo.router)
-TEMPLATE_ROUTERS = (HEALTH_ROUTER, *EXAMPLE_ROUTERS)
 # FastAPI's own OpenTelemetry instrumentation (0.165 and later), off: the template's
 # layers give the same metrics and spans on every FastAPI release it supports, and
 # FastAPI's would add a second server span per request. Even with nothing configured,
@@ -96,8 +97,9 @@ def answer_header_layers() -> tuple[type, ...]:
 
 
 def routers() -> list[APIRouter]:
-    """Every router the app includes, in order: /health/, yours (app/routes/, a package
-    the template never writes after the first render), the template's examples."""
+    """Every router the app serves: /health/, yours (app/routes/, a package the template
+    never writes after the first render), the template's examples (create_app says in
+    which order)."""
     return [HEALTH_ROUTER, *discovered_routers(), *EXAMPLE_ROUTERS]
 
 
@@ -115,14 +117,29 @@ def middleware_layers(yours: Sequence[object] | None = None) -> tuple[object, ..
             *answer_header_layers(), *cors_layer(), *GUARDS, *before_yours, *yours, *WITHIN)
 
 
-def add_health_routes(app: FastAPI) -> None:
-    """/health/'s routes (app/api/health.py), the router's own route objects, as routes
-    of the app itself rather than an included router: FastAPI 0.165 matches and
-    dispatches a route of an included router through its include machinery, about
-    10 µs more a request through a server than a route of the app (docs/benchmarks.md).
-    The same objects, so what you add to them (a dependency, a response model) stays,
-    and routing and OpenAPI are FastAPI's own (tests/test_routing.py)."""
-    app.router.routes.extend(HEALTH_ROUTER.routes)
+def template_routes() -> list[BaseRoute]:
+    """/health/'s routes (app/api/health.py) and the static files, as routes of the app
+    itself rather than an included router: FastAPI 0.165 matches and dispatches a route
+    of an included router through its include machinery, about 10 µs more a request
+    through a server than a route of the app (docs/benchmarks.md). The router's own
+    route objects, so what you add to them (a dependency, a response model) stays, and
+    routing and OpenAPI are FastAPI's own (tests/test_routing.py)."""
+    return [*HEALTH_ROUTER.routes, Mount("/static", app=StaticFiles(directory=STATIC_DIR),
+                                         name="static")]
+
+
+def takes_a_template_path(yours: Sequence[BaseRoute], ours: Sequence[BaseRoute]) -> bool:
+    """Whether a route of yours would answer a path of /health/ or /static (a catch-all
+    `/{path:path}`, a single-page app's, or a `/static/{name}`), with any method."""
+    paths = [path for route in ours for path in (
+        [f"{route.path}/", f"{route.path}/index.html"] if isinstance(route, Mount)
+        else [getattr(route, "path", "")])]
+    for path in paths:
+        scope = {"type": "http", "path": path, "root_path": "", "method": "GET",
+                 "headers": []}
+        if any(route.matches(dict(scope))[0] is not Match.NONE for route in yours):
+            return True
+    return False
 
 
 def as_middleware(layer: object) -> Middleware:
@@ -145,12 +162,17 @@ def create_app(middleware: Sequence[object] | None = None,
     # Every router included the FastAPI way, the template's as yours: dependencies,
     # responses, OpenAPI and body limits behave as FastAPI documents them
     # (tests/test_routing.py compares the app with a plain FastAPI one).
-    add_health_routes(app)
-    # The static files before yours: a catch-all of yours (a single-page app's
-    # `/{path:path}`) must not take them. One prefix check, not a route list.
-    app.mount("/static", StaticFiles(directory=STATIC_DIR), name="static")
+    # Yours first: a request of yours is matched without first trying the template's
+    # routes (about 2 µs, docs/benchmarks.md). Unless one of yours would take a path of
+    # /health/ or /static: then those come first, staying the probes' and the static
+    # files'.
+    first = len(app.router.routes)  # FastAPI's docs routes, when on
     for router in discovered_routers() if user_routers is None else user_routers:
         app.include_router(router)
+    ours = template_routes()
+    yours = app.router.routes[first:]
+    at = first if takes_a_template_path(yours, ours) else len(app.router.routes)
+    app.router.routes[at:at] = ours
     for router in EXAMPLE_ROUTERS:
         app.include_router(router)
     custom.customize(app)

@@ -32,7 +32,7 @@ if _hosts.strip() != "*" and TEST_CLIENT_HOST not in _hosts.split(","):
 
 DEMO_ROUTES_GONE = ("the app no longer serves the template's demo routes (/demo/...), which "
                     "this load or signal test sends its requests to: restore app/api/demo.py "
-                    "and its entry in TEMPLATE_ROUTERS (app/main.py) to run it")
+                    "and its entry in EXAMPLE_ROUTERS (app/main.py) to run it")
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:

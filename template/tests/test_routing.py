@@ -132,12 +132,12 @@ def plain_app() -> FastAPI:
     in app/custom.py (your lifespan, and your handlers from `customize`): the two
     must route alike, whatever your handlers answer."""
     app = FastAPI(title=PROJECT_NAME, lifespan=getattr(custom, "lifespan", None))
-    app.include_router(health.router)  # first, then yours, then the template's examples
-    for router in USER_ROUTERS:
+    for router in USER_ROUTERS:  # yours first, then /health/ and /static, then the examples
         app.include_router(router)
+    app.include_router(health.router)
+    app.mount("/static", StaticFiles(directory=STATIC_DIR), name="static")
     app.include_router(echo.router)
     app.include_router(demo.router)
-    app.mount("/static", StaticFiles(directory=STATIC_DIR), name="static")
     custom.customize(app)
     return app
 
@@ -261,6 +261,47 @@ def test_health_and_static_come_first_then_yours_then_the_examples() -> None:
         assert client.get("/static/hello.txt").status_code == 200
         assert client.get("/health/").text != "yours"
         assert client.get("/health/").status_code == 200
+
+
+@pytest.mark.parametrize(("method", "taker"), [
+    ("GET", "/static/{name}"), ("GET", "/health/{name}"), ("GET", "/{anything}/"),
+    ("POST", "/static/{name}"), ("POST", "/{full_path:path}")])
+def test_health_and_static_stay_first_against_a_route_of_yours_that_takes_them(
+        method: str, taker: str) -> None:
+    yours = APIRouter()
+
+    @yours.api_route(taker, methods=[method])
+    async def mine() -> PlainTextResponse:
+        return PlainTextResponse("yours")
+
+    with TestClient(create_app(middleware=(), user_routers=[yours])) as client:
+        assert client.request(method, "/static/hello.txt").text != "yours"
+        for path in ("/health/", "/health/detailed"):
+            assert client.get(path).text != "yours", path
+        assert client.get("/static/hello.txt").text == (STATIC_DIR / "hello.txt").read_text()
+        assert client.get("/health/").json() == {"status": "ok"}
+
+
+def test_yours_come_first_when_none_takes_a_path_of_health_or_static() -> None:
+    """Matched first, a request of yours does not pay for the template's routes; a
+    file path of /static you serve yourself is then yours."""
+    yours = APIRouter()
+
+    @yours.get("/static/special.txt")
+    @yours.get("/items/{item_id}")
+    async def mine() -> PlainTextResponse:
+        return PlainTextResponse("yours")
+
+    app = create_app(middleware=(), user_routers=[yours])
+    paths = [getattr(route, "path", None) for route in app.router.routes]
+    # Your router (FastAPI keeps an included router as one route), then ours.
+    at = paths.index("/health/")
+    assert paths[at - 1:at + 3] == [None, "/health/", "/health/detailed", "/static"]
+    with TestClient(app) as client:
+        assert client.get("/items/1").text == "yours"
+        assert client.get("/static/special.txt").text == "yours"
+        assert client.get("/static/hello.txt").text == (STATIC_DIR / "hello.txt").read_text()
+        assert client.get("/health/").json() == {"status": "ok"}
 
 
 def test_the_route_in_scope_is_the_template_not_the_path() -> None:

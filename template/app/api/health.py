@@ -16,7 +16,8 @@ from fastapi import APIRouter, Request
 from app.api.prefixed_routes import PrefixedRoute
 from serving.settings import get_settings
 
-# Before your routes: a path of yours passes them with one substring test (prefixed_routes.py).
+# Before the examples (and yours, when one takes /health/): a path that passes them
+# does so with one substring test (prefixed_routes.py).
 router = APIRouter(prefix="/health", tags=["health"], route_class=PrefixedRoute)
 
 
