@@ -4,16 +4,18 @@
 from __future__ import annotations
 
 import inspect
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 
 from fastapi import APIRouter, FastAPI
+from fastapi.routing import APIRoute, APIWebSocketRoute
 from fastapi.staticfiles import StaticFiles
 from starlette.middleware import Middleware
-from starlette.routing import BaseRoute, Match, Mount
+from starlette.routing import BaseRoute, Mount
 
 from app import custom
 from app.api import demo, echo, health
+from app.api.prefixed_routes import first_segment
 from app.core import tracing
 from app.middleware import GUARDS, WITHIN
 from app.middleware.access_log import access_log_layer
@@ -41,9 +43,12 @@ NO_DOCS = {"openapi_url": None, "docs_url": None, "redoc_url": None}
 # Yours first, then /health/ and the static files, then the template's examples: a
 # request of yours is matched without first trying the template's routes (each costs,
 # docs/benchmarks.md), and a path you also serve is yours. /health/ and /static come
-# before yours only where one of yours would take their paths (create_app).
+# before yours where one of yours could take their paths (create_app).
 HEALTH_ROUTER = health.router
 EXAMPLE_ROUTERS = (echo.router, demo.router)
+# Routes FastAPI matches on their path and method alone (exactly these classes: a
+# subclass may match on more).
+PLAIN_ROUTES = (APIRoute, APIWebSocketRoute)
 # FastAPI's own OpenTelemetry instrumentation (0.165 and later), off: the template's
 # layers give the same metrics and spans on every FastAPI release it supports, and
 # FastAPI's would add a second server span per request. Even with nothing configured,
@@ -128,18 +133,18 @@ def template_routes() -> list[BaseRoute]:
                                          name="static")]
 
 
-def takes_a_template_path(yours: Sequence[BaseRoute], ours: Sequence[BaseRoute]) -> bool:
-    """Whether a route of yours would answer a path of /health/ or /static (a catch-all
-    `/{path:path}`, a single-page app's, or a `/static/{name}`), with any method."""
-    paths = [path for route in ours for path in (
-        [f"{route.path}/", f"{route.path}/index.html"] if isinstance(route, Mount)
-        else [getattr(route, "path", "")])]
-    for path in paths:
-        scope = {"type": "http", "path": path, "root_path": "", "method": "GET",
-                 "headers": []}
-        if any(route.matches(dict(scope))[0] is not Match.NONE for route in yours):
-            return True
-    return False
+def clear_of_ours(yours: Iterable[BaseRoute], ours: Sequence[BaseRoute]) -> bool:
+    """Whether no route of yours can answer a request for a path of ours, whatever the
+    request: each a plain FastAPI route (matched on its path and method alone) at `/` or
+    under a fixed first segment other than ours (`/items/{item_id}`, not `/{slug}` nor
+    `/static/{name}`), and named unlike ours (`url_path_for`). Anything else (a
+    catch-all, a Host route, a route class of yours, a router included in yours) keeps
+    ours first."""
+    segments = {first_segment(route.path) for route in ours}  # type: ignore[attr-defined]
+    names = {route.name for route in ours}  # type: ignore[attr-defined]
+    return all(type(route) in PLAIN_ROUTES and route.name not in names
+               and (route.path == "/" or first_segment(route.path) not in {None, *segments})
+               for route in yours)
 
 
 def as_middleware(layer: object) -> Middleware:
@@ -162,16 +167,17 @@ def create_app(middleware: Sequence[object] | None = None,
     # Every router included the FastAPI way, the template's as yours: dependencies,
     # responses, OpenAPI and body limits behave as FastAPI documents them
     # (tests/test_routing.py compares the app with a plain FastAPI one).
-    # Yours first: a request of yours is matched without first trying the template's
-    # routes (about 2 µs, docs/benchmarks.md). Unless one of yours would take a path of
-    # /health/ or /static: then those come first, staying the probes' and the static
-    # files'.
+    # Yours first, where none of them can answer a path of /health/ or /static: a
+    # request of yours is then matched without first trying the template's routes
+    # (about 2 µs, docs/benchmarks.md), and what each path gets is the same either way.
+    # Otherwise /health/ and /static come first, staying the probes' and the files'.
     first = len(app.router.routes)  # FastAPI's docs routes, when on
-    for router in discovered_routers() if user_routers is None else user_routers:
+    yours = discovered_routers() if user_routers is None else user_routers
+    for router in yours:
         app.include_router(router)
     ours = template_routes()
-    yours = app.router.routes[first:]
-    at = first if takes_a_template_path(yours, ours) else len(app.router.routes)
+    clear = clear_of_ours([route for router in yours for route in router.routes], ours)
+    at = len(app.router.routes) if clear else first
     app.router.routes[at:at] = ours
     for router in EXAMPLE_ROUTERS:
         app.include_router(router)

@@ -9,7 +9,7 @@ Each rung changes one thing over the one before it:
   bare FastAPI, same setup   the same, with the options create_app passes
                              (app.main.fastapi_options): the baseline of every ratio
   this app, no middleware    create_app with no middleware: the template's routers and
-                             /static before yours, as served
+                             /static where create_app puts them
   + <layer>                  one per layer of app.main.middleware_layers(), outermost
                              first (the probes, the proxy headers and the streams' end
                              first), each rung adding the next (the template's layers

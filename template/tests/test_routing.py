@@ -26,9 +26,12 @@ from fastapi import (
     status,
 )
 from fastapi.responses import PlainTextResponse
+from fastapi.routing import APIRoute
 from fastapi.staticfiles import StaticFiles
 from fastapi.testclient import TestClient
 from pydantic import BaseModel
+from starlette.routing import Host, Match, Route, Router
+from starlette.types import Scope
 from starlette.websockets import WebSocketDisconnect
 
 from app import custom
@@ -263,34 +266,67 @@ def test_health_and_static_come_first_then_yours_then_the_examples() -> None:
         assert client.get("/health/").status_code == 200
 
 
-@pytest.mark.parametrize(("method", "taker"), [
-    ("GET", "/static/{name}"), ("GET", "/health/{name}"), ("GET", "/{anything}/"),
-    ("POST", "/static/{name}"), ("POST", "/{full_path:path}")])
-def test_health_and_static_stay_first_against_a_route_of_yours_that_takes_them(
-        method: str, taker: str) -> None:
+class HtmlOnlyRoute(APIRoute):
+    """A single-page app's catch-all that answers browsers only (it matches on a header)."""
+
+    def matches(self, scope: Scope) -> tuple[Match, Scope]:
+        if b"text/html" not in dict(scope["headers"]).get(b"accept", b""):
+            return Match.NONE, {}
+        return super().matches(scope)
+
+
+def yours_taking(method: str, path: str) -> APIRouter:
     yours = APIRouter()
+    yours.add_api_route(path, lambda: PlainTextResponse("yours"), methods=[method])
+    return yours
 
-    @yours.api_route(taker, methods=[method])
-    async def mine() -> PlainTextResponse:
-        return PlainTextResponse("yours")
 
+def host_route() -> APIRouter:
+    yours = APIRouter()
+    yours.routes.append(Host("{sub}.example.com", app=Router(
+        [Route("/{rest:path}", lambda request: PlainTextResponse("yours"))])))
+    return yours
+
+
+def html_only() -> APIRouter:
+    yours = APIRouter(route_class=HtmlOnlyRoute)
+    yours.add_api_route("/{rest:path}", lambda: PlainTextResponse("yours"))
+    return yours
+
+
+@pytest.mark.parametrize("yours", [
+    yours_taking("GET", "/static/{name}"), yours_taking("GET", "/health/{name}"),
+    yours_taking("GET", "/{anything}/"), yours_taking("GET", "/static/{name}.css"),
+    yours_taking("POST", "/static/{name}"), yours_taking("POST", "/{full_path:path}"),
+    host_route(), html_only()], ids=lambda router: getattr(router.routes[0], "path", "host"))
+def test_health_and_static_stay_first_against_a_route_of_yours_that_could_take_them(
+        yours: APIRouter) -> None:
+    """Whatever the request: a Host route, or one matched on a header, also counts."""
+    headers = {"host": "a.example.com", "accept": "text/html"}
     with TestClient(create_app(middleware=(), user_routers=[yours])) as client:
-        assert client.request(method, "/static/hello.txt").text != "yours"
+        for method in ("GET", "POST"):
+            for path in ("/static/hello.txt", "/static/x.css"):
+                assert client.request(method, path, headers=headers).text != "yours", path
         for path in ("/health/", "/health/detailed"):
-            assert client.get(path).text != "yours", path
-        assert client.get("/static/hello.txt").text == (STATIC_DIR / "hello.txt").read_text()
-        assert client.get("/health/").json() == {"status": "ok"}
+            assert client.get(path, headers=headers).text != "yours", path
+        assert client.get("/static/hello.txt", headers=headers).text == (
+            STATIC_DIR / "hello.txt").read_text()
 
 
-def test_yours_come_first_when_none_takes_a_path_of_health_or_static() -> None:
-    """Matched first, a request of yours does not pay for the template's routes; a
-    file path of /static you serve yourself is then yours."""
-    yours = APIRouter()
+def test_yours_come_first_when_none_can_take_a_path_of_health_or_static() -> None:
+    """Matched first, a request of yours does not pay for the template's routes."""
+    yours = APIRouter(prefix="/items")
 
-    @yours.get("/static/special.txt")
-    @yours.get("/items/{item_id}")
+    @yours.get("/{item_id}")
+    @yours.get("/")
     async def mine() -> PlainTextResponse:
         return PlainTextResponse("yours")
+
+    @yours.websocket("/ws")
+    async def socket(websocket: WebSocket) -> None:
+        await websocket.accept()
+        await websocket.send_text("yours")
+        await websocket.close()
 
     app = create_app(middleware=(), user_routers=[yours])
     paths = [getattr(route, "path", None) for route in app.router.routes]
@@ -299,9 +335,29 @@ def test_yours_come_first_when_none_takes_a_path_of_health_or_static() -> None:
     assert paths[at - 1:at + 3] == [None, "/health/", "/health/detailed", "/static"]
     with TestClient(app) as client:
         assert client.get("/items/1").text == "yours"
-        assert client.get("/static/special.txt").text == "yours"
         assert client.get("/static/hello.txt").text == (STATIC_DIR / "hello.txt").read_text()
         assert client.get("/health/").json() == {"status": "ok"}
+        with client.websocket_connect("/items/ws") as websocket:
+            assert websocket.receive_text() == "yours"
+
+
+@pytest.mark.parametrize("yours", [
+    yours_taking("GET", "/static/app.js"), yours_taking("GET", "/{slug}"),
+    yours_taking("GET", "/healthz"), yours_taking("GET", "/")],
+    ids=["a file path", "a catch-all", "/healthz", "/"])
+def test_which_come_first(yours: APIRouter) -> None:
+    """Ours stay first where a route of yours could take a path of ours (a file path
+    of /static too: what it answers does not depend on your other routes)."""
+    first = [getattr(route, "path", None)
+             for route in create_app(middleware=(), user_routers=[yours]).router.routes][-6]
+    could_take = yours.routes[0].path in ("/static/app.js", "/{slug}")
+    assert (first == "/health/") is could_take
+
+
+def test_a_route_of_yours_named_as_ours_keeps_ours_first() -> None:
+    yours = APIRouter()
+    yours.add_api_route("/api/health", lambda: {"status": "mine"}, name="health")
+    assert create_app(middleware=(), user_routers=[yours]).url_path_for("health") == "/health/"
 
 
 def test_the_route_in_scope_is_the_template_not_the_path() -> None:
