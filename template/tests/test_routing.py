@@ -310,6 +310,11 @@ def html_only() -> APIRouter:
 def test_health_and_static_stay_first_against_a_route_of_yours_that_could_take_them(
         yours: APIRouter) -> None:
     """Whatever the request: a Host route, or one matched on a header, also counts."""
+    if isinstance(yours.routes[0], Host):
+        try:
+            FastAPI().include_router(yours)
+        except AttributeError:  # FastAPI before 0.165 reads every route's path
+            pytest.skip("this FastAPI cannot include a router that holds a Host route")
     headers = {"host": "a.example.com", "accept": "text/html"}
     with TestClient(create_app(middleware=(), user_routers=[yours])) as client:
         for method in ("GET", "POST"):
