@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 import inspect
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 
 from fastapi import APIRouter, FastAPI
@@ -133,18 +133,21 @@ def template_routes() -> list[BaseRoute]:
                                          name="static")]
 
 
-def clear_of_ours(yours: Iterable[BaseRoute], ours: Sequence[BaseRoute]) -> bool:
+def clear_of_ours(yours: Sequence[APIRouter], ours: Sequence[BaseRoute]) -> bool:
     """Whether no route of yours can answer a request for a path of ours, whatever the
-    request: each a plain FastAPI route (matched on its path and method alone) at `/` or
-    under a fixed first segment other than ours (`/items/{item_id}`, not `/{slug}` nor
-    `/static/{name}`), and named unlike ours (`url_path_for`). Anything else (a
-    catch-all, a Host route, a route class of yours, a router included in yours) keeps
-    ours first."""
+    request, judged from the routes your routers hold now: each router a plain
+    APIRouter, each route a plain FastAPI route (matched on its path and method alone)
+    at `/` or under a fixed first segment other than ours (`/items/{item_id}`, not
+    `/{slug}` nor `/static/{name}`), named unlike ours (`url_path_for`). Anything else
+    (a catch-all, a Host route, a router or route class of yours, a router included in
+    yours) keeps ours first."""
     segments = {first_segment(route.path) for route in ours}  # type: ignore[attr-defined]
     names = {route.name for route in ours}  # type: ignore[attr-defined]
-    return all(type(route) in PLAIN_ROUTES and route.name not in names
-               and (route.path == "/" or first_segment(route.path) not in {None, *segments})
-               for route in yours)
+    routes = [route for router in yours for route in router.routes]
+    return all(type(router) is APIRouter for router in yours) and all(
+        type(route) in PLAIN_ROUTES and route.name not in names
+        and (route.path == "/" or first_segment(route.path) not in {None, *segments})
+        for route in routes)
 
 
 def as_middleware(layer: object) -> Middleware:
@@ -176,8 +179,7 @@ def create_app(middleware: Sequence[object] | None = None,
     for router in yours:
         app.include_router(router)
     ours = template_routes()
-    clear = clear_of_ours([route for router in yours for route in router.routes], ours)
-    at = len(app.router.routes) if clear else first
+    at = len(app.router.routes) if clear_of_ours(yours, ours) else first
     app.router.routes[at:at] = ours
     for router in EXAMPLE_ROUTERS:
         app.include_router(router)

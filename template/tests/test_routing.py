@@ -362,6 +362,18 @@ def test_which_come_first(yours: APIRouter) -> None:
     assert ours_first(create_app(middleware=(), user_routers=[yours])) is could_take
 
 
+def test_a_router_class_of_yours_keeps_ours_first() -> None:
+    """An APIRouter subclass may match more than its routes (FastAPI 0.165 asks the
+    included router itself)."""
+
+    class YourRouter(APIRouter):
+        pass
+
+    yours = YourRouter()
+    yours.add_api_route("/items/{item_id}", lambda item_id: {"item_id": item_id})
+    assert ours_first(create_app(middleware=(), user_routers=[yours]))
+
+
 def test_a_route_of_yours_named_as_ours_keeps_ours_first() -> None:
     yours = APIRouter()
     yours.add_api_route("/api/health", lambda: {"status": "mine"}, name="health")
