@@ -67,7 +67,7 @@ class RequestDurations:
         row = self.rows.get(key)
         if row is None:
             row = self.rows[key] = [0.0] * (SUM + 1)
-        row[bisect_left(BOUNDS, seconds)] += 1  # the first bucket whose bound is >= it
+        row[bisect_left(BOUNDS, seconds)] += 1.0  # the first bucket whose bound is >= it
         row[SUM] += seconds
         self.changed = True
 

@@ -62,6 +62,9 @@ from serving.open_streams import (
 from serving.probes import PROBE_PATHS, ProbeMiddleware
 from serving.probes import answer as answer_probe
 
+# The request headers the one scan below looks at.
+NOTED = frozenset({b"host", *BODY_HEADERS, REQUEST_ID, *FORWARDED_HEADERS})
+
 # The order of the stack, outermost first (app/main.py middleware_layers); the access
 # log's place is taken by whichever format WEBSERVER_ACCESS_LOG picks.
 ORDER: tuple[tuple[type, ...], ...] = (
@@ -99,8 +102,11 @@ class FusedLayers:
         def member(kind: type) -> Any:
             return next((m for m in self.members if isinstance(m, kind)), None)
 
-        self.probes = member(ProbeMiddleware) is not None
+        # The paths answered here before anything else: none without the probes.
+        self.probe_paths = PROBE_PATHS if member(ProbeMiddleware) is not None else frozenset()
         self.forwarded: ForwardedHeadersMiddleware | None = member(ForwardedHeadersMiddleware)
+        # Whether every request is given a root path, forwarded headers or not.
+        self.prefixed = self.forwarded is not None and bool(self.forwarded.root_path)
         self.streams: OpenStreamsMiddleware | None = member(OpenStreamsMiddleware)
         self.metrics: MetricsMiddleware | None = member(MetricsMiddleware)
         self.access: AccessLogMiddleware | None = member(AccessLogMiddleware)
@@ -127,7 +133,7 @@ class FusedLayers:
         if scope["type"] != "http":
             await self.other(scope, receive, send)
             return
-        if self.probes and scope["path"] in PROBE_PATHS:
+        if scope["path"] in self.probe_paths:
             await answer_probe(send)
             return
         task = None
@@ -143,6 +149,8 @@ class FusedLayers:
         twice = body = forwarded = False
         headers = scope["headers"]
         for name, value in headers:
+            if name not in NOTED:  # most headers: one lookup, not four tests
+                continue
             if name == b"host":
                 twice = host is not None
                 host = value
@@ -152,15 +160,15 @@ class FusedLayers:
                 given = value
             elif name in FORWARDED_HEADERS:
                 forwarded = True
-        if self.forwarded is not None:  # before anything reads the client or the path
-            self.forwarded.forward(scope, named=forwarded)
+        if (forwarded and self.forwarded is not None) or self.prefixed:
+            self.forwarded.forward(scope, named=forwarded)  # before the client or path is read
         # Counted in flight from here: every path below ends in the `finally` that
         # counts it out.
         metrics = self.metrics
         started = metrics.begin() if metrics is not None else perf_counter()
         ours = self.static
         if self.request_id is not None:
-            ours = [*ours, *self.request_id.identified(scope, given)]
+            ours = [*ours, self.request_id.identified(scope, given)]
         for early in self.early:  # a header-only layer's headers decided now
             ours = [*ours, *early(scope)]
         status = 0  # also: a response started inside the 500s' place, when not 0
@@ -176,7 +184,7 @@ class FusedLayers:
                 elif self.adds:
                     add_headers(message, ours, self.names)
                 if task is not None:  # OpenStreamsMiddleware's part
-                    if server_stopping.is_set():
+                    if server_stopping.flag.is_set():  # one call, not two
                         message = closing(message)
                     if not has_length(message.get("headers", ())):
                         entry = noted(task, scope)

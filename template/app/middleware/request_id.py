@@ -20,18 +20,21 @@ class RequestIdMiddleware(StartHeadersMiddleware):
     def response_headers(self, scope: Scope) -> Headers:
         for name, value in scope["headers"]:
             if name == HEADER and ACCEPTED.fullmatch(value):
-                return self.identified(scope, value)
-        return self.identified(scope, None)
+                return [self.identified(scope, value)]
+        return [self.identified(scope, None)]
 
-    def identified(self, scope: Scope, given: bytes | None) -> Headers:
+    def identified(self, scope: Scope, given: bytes | None) -> tuple[bytes, bytes]:
         """The id: the caller's first sane X-Request-ID (`given`), else a new one; noted
-        in scope and in the log records' context, and the response's header. (Also
-        called by the fused layer, app/middleware/fused_layers.py.)"""
+        in scope and in the log records' context; the response's header. (Also called
+        by the fused layer, app/middleware/fused_layers.py.)"""
         # 128 random bits as hex, like uuid4().hex, without a system call per request
         # (random reseeds itself in forked workers). An id correlates log lines; it is
         # not a secret.
         request_id = (given.decode() if given is not None
                       else random.getrandbits(128).to_bytes(16).hex())
-        scope.setdefault("state", {})["request_id"] = request_id
+        state = scope.get("state")
+        if state is None:  # not setdefault: its {} would be made for every request
+            state = scope["state"] = {}
+        state["request_id"] = request_id
         REQUEST_ID.set(request_id)  # for the log records of this request (its own task)
-        return [(HEADER, request_id.encode())]
+        return (HEADER, request_id.encode())
