@@ -199,6 +199,9 @@ def bench_app(
                                "engine (each rung one slice a round)."),
     warmup: float = typer.Option(1.0, min=0, help="With --ladder: seconds of load on each "
                                  "served rung before counting."),
+    rung: list[str] = typer.Option(
+        [], help="With --ladder: climb only the rungs whose name contains this (repeatable; "
+        "the baseline too, always). Fewer rungs, more rounds: 'as served' alone."),
 ) -> None:
     """What this app's layers cost over bare FastAPI set up as this app is, in-process:
     on /health/ and on a route shaped like yours (a router in app/routes/, a path
@@ -216,12 +219,14 @@ def bench_app(
         if engine and not ladder:
             raise ValueError("--engine chooses the engines of --ladder; add --ladder, or "
                              "use `bench engines` to compare engines.")
+        if rung and not ladder:
+            raise ValueError("--rung chooses rungs of --ladder; add --ladder.")
         engines = ladder_engines(engine)
         code = 0
         if ladder:
             with sigterm_unwinds():
                 code = ladder_command.climb(cases, engines, duration=duration, rounds=rounds,
-                                            warmup=warmup)
+                                            warmup=warmup, only=rung)
         else:
             for case in cases:
                 print_overhead(case.route,

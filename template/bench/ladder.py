@@ -113,9 +113,11 @@ def layer_name(layer: object) -> str:
     return str(getattr(made, "__name__", made))
 
 
-def rungs(case: Case, serve: Callable[[Any], Any] | None = None) -> list[Rung]:
+def rungs(case: Case, serve: Callable[[Any], Any] | None = None,
+          only: Sequence[str] = ()) -> list[Rung]:
     """The rungs, bottom first (nothing is built until a rung's `build` is called).
-    `serve` wraps the app as the launcher does (create_served_app, by default)."""
+    `serve` wraps the app as the launcher does (create_served_app, by default); `only`:
+    see `chosen`."""
     from app.main import create_app, fastapi_options, middleware_layers, routers
     from app.routes import discovered_routers
     from bench.app_overhead import bare_fastapi, owning_router
@@ -147,7 +149,22 @@ def rungs(case: Case, serve: Callable[[Any], Any] | None = None) -> list[Rung]:
         same = sum(1 for earlier in climbed[:index] if earlier.name.split(" (")[0] == rung.name)
         if same:
             climbed[index] = Rung(f"{rung.name} ({same + 1})", rung.build)
-    return climbed
+    return chosen(climbed, only)
+
+
+def chosen(climbed: list[Rung], only: Sequence[str]) -> list[Rung]:
+    """The rungs whose names contain one of `only` (any case), and the baseline, bottom
+    first: fewer rungs make more rounds in the same time. Every rung when `only` is
+    empty."""
+    if not only:
+        return climbed
+    wanted = [text.lower() for text in only]
+    for text, asked in zip(wanted, only, strict=True):
+        if not any(text in rung.name.lower() for rung in climbed):
+            raise ValueError(f"no rung is named like {asked!r}: the rungs are "
+                             f"{', '.join(repr(rung.name) for rung in climbed)}.")
+    return [rung for rung in climbed
+            if rung.name == SAME_SETUP or any(text in rung.name.lower() for text in wanted)]
 
 
 def rung_named(case: Case, name: str, serve: Callable[[Any], Any] | None = None) -> Any:

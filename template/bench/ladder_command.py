@@ -41,9 +41,10 @@ def estimate(cases: Sequence[Case], rung_counts: Sequence[int], engines: Sequenc
         for times in (1, 2))
 
 
-def climb_in_process(console: Console, case: Case, duration: float) -> None:
+def climb_in_process(console: Console, case: Case, duration: float,
+                     only: Sequence[str] = ()) -> None:
     app_overhead.use_multiprocess_metrics()  # the metrics written as a served worker does
-    rungs = ladder.rungs(case)
+    rungs = ladder.rungs(case, only=only)
     names = [rung.name for rung in rungs]
     variants = [app_overhead.Variant(rung.name, rung.build()) for rung in rungs]
     app_overhead.rotate(variants, case.route, duration)
@@ -56,10 +57,11 @@ def climb_in_process(console: Console, case: Case, duration: float) -> None:
 
 
 def climb_served(console: Console, case: Case, engine: str, driver: drivers.Driver, *,
-                 rounds: int, slice_seconds: float, warmup: float) -> tuple[int, float]:
+                 rounds: int, slice_seconds: float, warmup: float,
+                 only: Sequence[str] = ()) -> tuple[int, float]:
     """One engine's climb: the number of requests that failed or were not 2xx, and the
     seconds estimated for the rounds it took (to check the estimate by)."""
-    names = [rung.name for rung in ladder.rungs(case)]
+    names = [rung.name for rung in ladder.rungs(case, only=only)]
     reference = names.index(SAME_SETUP)
     run = harness.measure(ladder.served_configs(case, engine, names), case.route, driver,
                           connections=CONNECTIONS, duration=rounds * slice_seconds,
@@ -89,12 +91,13 @@ def route_text(case: Case) -> str:
 
 
 def climb(cases: Sequence[Case], engines: Sequence[str], *, duration: float, rounds: int,
-          warmup: float) -> int:
-    """Every case in-process, then through each engine; the exit code."""
+          warmup: float, only: Sequence[str] = ()) -> int:
+    """Every case in-process, then through each engine; the exit code. `only`: the
+    rungs to climb (ladder.chosen), every one by default."""
     console = Console(width=max(Console().width, 140))
     chosen = [drivers.choose("auto", case.route)[0] for case in cases]
     slice_seconds = harness.slice_seconds(chosen[0], None, [])
-    counts = [len(ladder.rungs(case)) for case in cases]
+    counts = [len(ladder.rungs(case, only=only)) for case in cases]  # refuses a name first
     expected, most = estimate(cases, counts, engines, duration=duration, rounds=rounds,
                               slice_seconds=slice_seconds, warmup=warmup)
     console.print(f"ladder: {' and '.join(route_text(case) for case in cases)}; "
@@ -104,10 +107,11 @@ def climb(cases: Sequence[Case], engines: Sequence[str], *, duration: float, rou
     started, failed = time.monotonic(), 0
     as_run = len(cases) * (duration + IN_PROCESS_EXTRA_S)  # the estimate for the rounds run
     for case, driver in zip(cases, chosen, strict=True):
-        climb_in_process(console, case, duration)
+        climb_in_process(console, case, duration, only)
         for engine in engines:
             failures, seconds = climb_served(console, case, engine, driver, rounds=rounds,
-                                             slice_seconds=slice_seconds, warmup=warmup)
+                                             slice_seconds=slice_seconds, warmup=warmup,
+                                             only=only)
             failed, as_run = failed + failures, as_run + seconds
     console.print(f"took {time.monotonic() - started:.0f} s (announced about {expected:.0f} s; "
                   f"estimated for the rounds run: about {as_run:.0f} s)", highlight=False)

@@ -103,6 +103,12 @@ class ForwardedHeadersMiddleware:
             self.forward(scope)
         return self.app(scope, receive, send)
 
+    @property
+    def prefixes_every_request(self) -> bool:
+        """Whether `forward` changes a request that sent none of FORWARDED_HEADERS (a
+        fused layer that saw none skips the call otherwise: fused_layers.py)."""
+        return bool(self.root_path)
+
     def forward(self, scope: Scope, named: bool = True) -> None:
         """The scope as forwarded (an HTTP or WebSocket one). `named`: whether a header
         of FORWARDED_HEADERS may be there (the fused layer, app/middleware/

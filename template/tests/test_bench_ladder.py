@@ -84,6 +84,16 @@ def test_the_ladder_follows_the_stack_a_middleware_of_yours_included(
             assert client.get("/health/").headers.get("x-yours") == header, name
 
 
+def test_the_ladder_climbs_only_the_rungs_asked_and_the_baseline() -> None:
+    result = CliRunner().invoke(cli, ["bench", "app", "--ladder", "--engine", "none", "--path",
+                                      "/health/", "--duration", "0.3", "--rung", "AS SERVED",
+                                      "--rung", "+ requestid"], env=WIDE)
+    assert result.exit_code == 0, result.output
+    assert rows(result.stdout) == [ladder.SAME_SETUP, "+ RequestIdMiddleware",
+                                   ladder.AS_SERVED], result.stdout
+    assert "3 rungs" in result.stdout
+
+
 def get(url: str, headers: tuple[tuple[str, str], ...]) -> tuple[int, dict[str, str], bytes]:
     request = urllib.request.Request(url, headers=dict(headers))
     try:
@@ -111,14 +121,18 @@ def test_each_served_rung_is_the_app_it_is_named_after(engine: str) -> None:
         assert unauthorized[0] == 401, rung  # the router's header dependency ran
 
 
-def test_bench_app_ladder_climbs_through_a_real_server() -> None:
+@pytest.mark.parametrize(("asked", "first"), [((), ladder.RAW),
+                                              (("--rung", "as served"), ladder.SAME_SETUP)])
+def test_bench_app_ladder_climbs_through_a_real_server(asked: tuple[str, ...],
+                                                       first: str) -> None:
     result = CliRunner().invoke(cli, [
         "bench", "app", "--ladder", "--engine", "granian", "--path", "/health/",
-        "--rounds", "1", "--warmup", "0", "--duration", "0.2"], env=WIDE)
+        "--rounds", "1", "--warmup", "0", "--duration", "0.2", *asked], env=WIDE)
     assert result.exit_code == 0, result.output
     names = rows(result.stdout)
     half = len(names) // 2
-    assert names[:half] == names[half:] and names[0] == ladder.RAW, names  # two tables
+    assert names[:half] == names[half:] and names[0] == first, names  # two tables
+    assert len(names) == 4 if asked else len(names) > 4, names
     assert "granian / " in result.stdout and "server CPU µs per request on GET /health/" \
         in result.stdout
     assert "took " in result.stdout
@@ -127,6 +141,7 @@ def test_bench_app_ladder_climbs_through_a_real_server() -> None:
 @pytest.mark.parametrize(("args", "sentence"), [
     (["--engine", "nginx"], "unknown engine 'nginx'"),
     (["--path", "/nowhere"], "is not a route of this app's routers"),
+    (["--rung", "+ Nginx"], "no rung is named like '+ Nginx': the rungs are 'raw ASGI'"),
 ])
 def test_bench_app_ladder_refuses_with_a_sentence(args: list[str], sentence: str) -> None:
     result = CliRunner().invoke(cli, ["bench", "app", "--ladder", *args])
@@ -138,6 +153,9 @@ def test_bench_app_refuses_engines_without_the_ladder() -> None:
     result = CliRunner().invoke(cli, ["bench", "app", "--engine", "granian"])
     assert result.exit_code == 2
     assert "--engine chooses the engines of --ladder" in result.stderr
+    result = CliRunner().invoke(cli, ["bench", "app", "--rung", "as served"])
+    assert result.exit_code == 2
+    assert "--rung chooses rungs of --ladder" in result.stderr
 
 
 def test_each_pair_of_rungs_is_compared_in_the_rounds_where_both_were_kept() -> None:

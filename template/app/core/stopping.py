@@ -34,13 +34,13 @@ class ServerStopping:
 
     def __init__(self) -> None:
         self.flag = threading.Event()
+        # Its read is the flag's own (no call of ours around it): every answer's start
+        # asks (app/middleware/fused_layers.py, serving/open_streams.py).
+        self.is_set: Callable[[], bool] = self.flag.is_set
         # (how to call into that loop from any thread, the event set there)
         self.waiters: set[tuple[Callable[[Callable[[], object]], object], Any]] = set()
         # Re-entrant: `set` may run in a signal handler on a thread that holds it.
         self.lock = threading.RLock()
-
-    def is_set(self) -> bool:
-        return self.flag.is_set()
 
     async def wait(self, timeout: float | None = None) -> bool:
         """Until the server stops (True) or `timeout` seconds pass (False)."""

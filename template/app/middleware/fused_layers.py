@@ -105,8 +105,8 @@ class FusedLayers:
         # The paths answered here before anything else: none without the probes.
         self.probe_paths = PROBE_PATHS if member(ProbeMiddleware) is not None else frozenset()
         self.forwarded: ForwardedHeadersMiddleware | None = member(ForwardedHeadersMiddleware)
-        # Whether every request is given a root path, forwarded headers or not.
-        self.prefixed = self.forwarded is not None and bool(self.forwarded.root_path)
+        # Read once: the root path is the layer's setting, fixed as it is built.
+        self.prefixed = self.forwarded is not None and self.forwarded.prefixes_every_request
         self.streams: OpenStreamsMiddleware | None = member(OpenStreamsMiddleware)
         self.metrics: MetricsMiddleware | None = member(MetricsMiddleware)
         self.access: AccessLogMiddleware | None = member(AccessLogMiddleware)
@@ -184,7 +184,7 @@ class FusedLayers:
                 elif self.adds:
                     add_headers(message, ours, self.names)
                 if task is not None:  # OpenStreamsMiddleware's part
-                    if server_stopping.flag.is_set():  # one call, not two
+                    if server_stopping.is_set():
                         message = closing(message)
                     if not has_length(message.get("headers", ())):
                         entry = noted(task, scope)
