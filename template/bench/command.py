@@ -200,8 +200,9 @@ def bench_app(
     warmup: float = typer.Option(1.0, min=0, help="With --ladder: seconds of load on each "
                                  "served rung before counting."),
     rung: list[str] = typer.Option(
-        [], help="With --ladder: climb only the rungs whose name contains this (repeatable; "
-        "the baseline too, always). Fewer rungs, more rounds: 'as served' alone."),
+        [], help="With --ladder: climb only the rungs whose name contains this, any case "
+        "(repeatable), and the baseline 'bare FastAPI, same setup'. --rung 'as served': two "
+        "rungs, a round of 2 s instead of about 15, so --rounds can be higher."),
 ) -> None:
     """What this app's layers cost over bare FastAPI set up as this app is, in-process:
     on /health/ and on a route shaped like yours (a router in app/routes/, a path

@@ -53,7 +53,7 @@ def climb_in_process(console: Console, case: Case, duration: float,
     rows = ladder_report.figures(names, rounds, names.index(SAME_SETUP))
     ladder_report.print_ladder(
         console, f"in-process (no server): CPU µs per request on {route_text(case)}, "
-        f"{len(rounds)} rounds; medians (95 % CI)", rows, SAME_SETUP)
+        f"{len(rounds)} rounds{medians(only)}", rows, SAME_SETUP)
 
 
 def climb_served(console: Console, case: Case, engine: str, driver: drivers.Driver, *,
@@ -74,7 +74,7 @@ def climb_served(console: Console, case: Case, engine: str, driver: drivers.Driv
     ladder_report.print_ladder(
         console, f"{label}: server CPU µs per request on {route_text(case)}, "
         f"{len(run.rounds)} rounds, {kept} of {slices} slices kept, {slice_seconds:g} s slices, "
-        f"{driver.name} -c{CONNECTIONS}; medians (95 % CI)", rows, SAME_SETUP, busy)
+        f"{driver.name} -c{CONNECTIONS}{medians(only)}", rows, SAME_SETUP, busy)
     failed = sum(run.failed(index) for index in range(len(names)))
     if failed:
         console.print(f"[red]{failed} requests failed or were not 2xx.[/red]")
@@ -86,6 +86,13 @@ def climb_served(console: Console, case: Case, engine: str, driver: drivers.Driv
         warmup=warmup)
 
 
+def medians(only: Sequence[str]) -> str:
+    """A table title's end. With --rung the row below a rung may be several changes
+    below it, and its step says what they cost together."""
+    return "; medians (95 % CI)" + ("; --rung: each step is over the row above" if only
+                                   else "")
+
+
 def route_text(case: Case) -> str:
     return f"GET {case.route.path_template}"
 
@@ -95,8 +102,8 @@ def climb(cases: Sequence[Case], engines: Sequence[str], *, duration: float, rou
     """Every case in-process, then through each engine; the exit code. `only`: the
     rungs to climb (ladder.chosen), every one by default."""
     console = Console(width=max(Console().width, 140))
-    chosen = [drivers.choose("auto", case.route)[0] for case in cases]
-    slice_seconds = harness.slice_seconds(chosen[0], None, [])
+    case_drivers = [drivers.choose("auto", case.route)[0] for case in cases]
+    slice_seconds = harness.slice_seconds(case_drivers[0], None, [])
     counts = [len(ladder.rungs(case, only=only)) for case in cases]  # refuses a name first
     expected, most = estimate(cases, counts, engines, duration=duration, rounds=rounds,
                               slice_seconds=slice_seconds, warmup=warmup)
@@ -106,7 +113,7 @@ def climb(cases: Sequence[Case], engines: Sequence[str], *, duration: float, rou
                   f"{most:.0f} s if every slice is set aside and run again)", highlight=False)
     started, failed = time.monotonic(), 0
     as_run = len(cases) * (duration + IN_PROCESS_EXTRA_S)  # the estimate for the rounds run
-    for case, driver in zip(cases, chosen, strict=True):
+    for case, driver in zip(cases, case_drivers, strict=True):
         climb_in_process(console, case, duration, only)
         for engine in engines:
             failures, seconds = climb_served(console, case, engine, driver, rounds=rounds,

@@ -105,6 +105,6 @@ def print_ladder(console: Console, title: str, rows: list[RungFigures], referenc
                  busy: Sequence[str] | None = None) -> None:
     console.print(table(title, rows, reference, busy))
     top = rows[-1]
-    if top.ratio is not None:
+    if top.ratio is not None and top.name != reference:  # (--rung may climb none above it)
         console.print(f"{top.name}: {estimate_text(top.ratio, '.3f', 'x')} {reference}, "
                       f"from the same {top.ratio.n} rounds.", highlight=False)

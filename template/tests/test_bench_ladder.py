@@ -91,7 +91,16 @@ def test_the_ladder_climbs_only_the_rungs_asked_and_the_baseline() -> None:
     assert result.exit_code == 0, result.output
     assert rows(result.stdout) == [ladder.SAME_SETUP, "+ RequestIdMiddleware",
                                    ladder.AS_SERVED], result.stdout
-    assert "3 rungs" in result.stdout
+    assert "3 rungs" in result.stdout and "--rung: each step is over the row above" in (
+        result.stdout)
+
+
+def test_a_climb_that_ends_at_the_baseline_does_not_compare_it_with_itself() -> None:
+    result = CliRunner().invoke(cli, ["bench", "app", "--ladder", "--engine", "none", "--path",
+                                      "/health/", "--duration", "0.3", "--rung", "raw"], env=WIDE)
+    assert result.exit_code == 0, result.output
+    assert rows(result.stdout) == [ladder.RAW, ladder.SAME_SETUP]
+    assert "from the same" not in result.stdout, result.stdout
 
 
 def get(url: str, headers: tuple[tuple[str, str], ...]) -> tuple[int, dict[str, str], bytes]:
@@ -141,7 +150,10 @@ def test_bench_app_ladder_climbs_through_a_real_server(asked: tuple[str, ...],
 @pytest.mark.parametrize(("args", "sentence"), [
     (["--engine", "nginx"], "unknown engine 'nginx'"),
     (["--path", "/nowhere"], "is not a route of this app's routers"),
-    (["--rung", "+ Nginx"], "no rung is named like '+ Nginx': the rungs are 'raw ASGI'"),
+    (["--rung", "+ Nginx"], "no rung but the baseline is named like '+ Nginx': the rungs "
+                            "are 'raw ASGI'"),
+    (["--rung", "as served", "--rung", "Same Setup"],  # the baseline is climbed anyway
+     "no rung but the baseline is named like 'Same Setup'"),
 ])
 def test_bench_app_ladder_refuses_with_a_sentence(args: list[str], sentence: str) -> None:
     result = CliRunner().invoke(cli, ["bench", "app", "--ladder", *args])
