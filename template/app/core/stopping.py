@@ -35,7 +35,8 @@ class ServerStopping:
     def __init__(self) -> None:
         self.flag = threading.Event()
         # Its read is the flag's own (no call of ours around it): every answer's start
-        # asks (app/middleware/fused_layers.py, serving/open_streams.py).
+        # asks (app/middleware/fused_layers.py, serving/open_streams.py). Bound to this
+        # Event: set and clear `flag`, never replace it.
         self.is_set: Callable[[], bool] = self.flag.is_set
         # (how to call into that loop from any thread, the event set there)
         self.waiters: set[tuple[Callable[[Callable[[], object]], object], Any]] = set()
