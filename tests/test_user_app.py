@@ -14,6 +14,7 @@ from __future__ import annotations
 import contextlib
 import shutil
 import socket
+import subprocess
 import threading
 import time
 from pathlib import Path
@@ -91,6 +92,23 @@ def refused_handshake(url: str, **options: object) -> httpx.Response | object:
     with pytest.raises(InvalidStatus) as refused:
         connect(url, open_timeout=5, **options)
     return refused.value.response
+
+
+def test_the_projects_own_stack_tests_pass_with_the_users_middleware(
+        user_project: Path) -> None:
+    """The project's tests of the template's layers, in a project whose MIDDLEWARE holds
+    a tutorial BaseHTTPMiddleware and Middleware(CORSMiddleware, ...) entries: they test
+    the template's stack, not fail on yours (0.22.0 wrapped a Middleware entry in
+    Middleware again, and let a BaseHTTPMiddleware's own chunks fail a body test)."""
+    interpreter, python = environment_for(DEFAULT_PYTHON, user_project / "pyproject.toml",
+                                          ("aiosqlite",))
+    tests = subprocess.run(
+        interpreter.command([str(python), "-m", "pytest", "-q", "-p", "no:cacheprovider",
+                             "-m", "not slow and not long and not bench",
+                             "tests/test_fused_layers.py", "tests/test_middleware.py"],
+                            user_project),
+        cwd=user_project, capture_output=True, text=True, timeout=300)
+    assert tests.returncode == 0, tests.stdout[-4000:]
 
 
 @pytest.mark.parametrize("engine", loops.ENGINES)

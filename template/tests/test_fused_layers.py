@@ -21,12 +21,11 @@ import pytest
 import trio
 from fastapi import APIRouter, FastAPI, Request
 from fastapi.responses import StreamingResponse
-from starlette.middleware import Middleware
 from starlette.requests import ClientDisconnect
 
 from app.core import metrics as core_metrics
 from app.core.stopping import server_stopping
-from app.main import create_app, middleware_layers
+from app.main import as_middleware, create_app, middleware_layers
 from app.middleware.access_log import AccessLogMiddleware
 from app.middleware.fused_layers import FusedLayers
 from serving.open_streams import OPEN_STREAMS
@@ -144,9 +143,11 @@ def apps() -> Iterator[tuple[FastAPI, FastAPI]]:
         patch.setenv(BY_NAME["server_timing"].env, "true")  # every layer that has one
         get_settings.cache_clear()
         try:
-            layers = middleware_layers()
-            fused = create_app(user_routers=[router])
-            apart = create_app(middleware=[Middleware(layer) for layer in layers],  # type: ignore[arg-type]
+            # The template's stack as a new project has it (middleware of yours would
+            # split it into two fused runs, around yours).
+            layers = middleware_layers(yours=())
+            fused = create_app(middleware=layers, user_routers=[router])
+            apart = create_app(middleware=[as_middleware(layer) for layer in layers],
                                user_routers=[router])
             for app in (fused, apart):  # each access line into a buffer of the app's
                 app.state.lines = io.StringIO()
@@ -248,7 +249,7 @@ def test_create_app_fuses_the_default_stack_into_one_layer(
     assert kinds.count(FusedLayers) == 1
     assert {type(part) for part in next(
         layer for layer in _walk(fused) if isinstance(layer, FusedLayers)).parts} >= set(
-        middleware_layers())
+        middleware_layers(yours=()))
     assert FusedLayers not in {type(layer) for layer in _walk(apart)}
 
 
@@ -259,8 +260,9 @@ def test_the_root_path_is_put_in_front_as_the_class_puts_it(
     monkeypatch.setenv(BY_NAME["root_path"].env, "/mounted")
     get_settings.cache_clear()
     try:
-        fused = create_app(user_routers=[router])
-        apart = create_app(middleware=[Middleware(layer) for layer in middleware_layers()],  # type: ignore[arg-type]
+        layers = middleware_layers(yours=())  # the template's stack alone, as in apps()
+        fused = create_app(middleware=layers, user_routers=[router])
+        apart = create_app(middleware=[as_middleware(layer) for layer in layers],
                            user_routers=[router])
         got_fused, _ = call(fused, name)  # the stack is built at the first call
         got_apart, _ = call(apart, name)

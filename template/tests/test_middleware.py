@@ -22,7 +22,7 @@ import serving
 from app import custom
 from app.core import tracing
 from app.custom import MIDDLEWARE as CUSTOM_MIDDLEWARE
-from app.main import create_app
+from app.main import create_app, middleware_layers
 from app.middleware import MIDDLEWARE
 from app.middleware.access_log import FORMATS as ACCESS_LOG_FORMATS
 from app.middleware.start_headers import StartHeadersMiddleware
@@ -112,7 +112,9 @@ def stack(app: Any) -> Any:
         patch.setenv(BY_NAME["server_timing"].env, "true")
         get_settings.cache_clear()
         try:
-            application = create_app()
+            # The template's layers alone: a BaseHTTPMiddleware of yours would send the
+            # body in its own chunks (Starlette's doing, not the template's).
+            application = create_app(middleware=middleware_layers(yours=()))
             application.router = app  # the innermost app of build_middleware_stack
             return application.build_middleware_stack()
         finally:
@@ -243,7 +245,7 @@ def test_each_header_layer_is_a_setting(monkeypatch: pytest.MonkeyPatch,
     monkeypatch.setenv(BY_NAME["access_log"].env, "text")  # writes `-` for no request id
     get_settings.cache_clear()
     try:
-        application = create_app()
+        application = create_app(middleware=middleware_layers(yours=()))  # as stack() says
         application.router = downstream(START, *BODY)  # type: ignore[assignment]
         sent: list[dict[str, Any]] = []
 
