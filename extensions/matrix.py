@@ -318,6 +318,14 @@ def setting_default(context: Context, name: str) -> str:
     return spec.text(spec.default_for(dict(context.items())))
 
 
+@pass_context
+def memory_limit_mib(context: Context) -> int:
+    """The container's memory limit for these answers (serving/setting_specs.py)."""
+    answers = dict(context.items())
+    budget = setting_specs.BY_NAME["body_budget"].default_for(answers)
+    return setting_specs.memory_limit_mib(int(answers["workers"]), int(budget))
+
+
 class MatrixExtension(Extension):
     def __init__(self, environment: Any) -> None:
         super().__init__(environment)
@@ -327,4 +335,5 @@ class MatrixExtension(Extension):
         environment.globals["env_example"] = env_example
         environment.globals["settings_table"] = settings_table
         environment.globals["setting_default"] = setting_default
+        environment.globals["memory_limit_mib"] = memory_limit_mib
         environment.filters["slugify"] = slugify

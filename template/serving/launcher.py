@@ -6,13 +6,14 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import logging
 import os
 import platform
 import socket
 from collections.abc import Callable
 
 from app.core import logs
-from serving import engines, metrics_listener
+from serving import engines, memory, metrics_listener
 from serving.engines import APP_DIR
 from serving.setting_specs import BY_NAME, SETTINGS
 from serving.settings import PROJECT_SLUG, Settings
@@ -124,6 +125,9 @@ def serve(settings: Settings) -> None:
     loop = settings.resolved_loop
     export_to_environment(settings, loop)
     logs.announce(startup_line(settings, loop), settings.log_format)
+    warning = memory.memory_warning(settings, memory.container_limit_mib())
+    if warning:
+        logs.announce(warning, settings.log_format, level=logging.WARNING)
     run = engine_run(settings)
     # The workers' metrics directory and (WEBSERVER_METRICS=port) their listener.
     with metrics_listener.for_run(settings.metrics, settings.host, settings.metrics_port):

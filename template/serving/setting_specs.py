@@ -135,6 +135,9 @@ SETTINGS: tuple[SettingSpec, ...] = (
                 "largest request head in bytes (431 above)", 8192, 1_048_576),
     SettingSpec("max_body_size", int, 1_048_576,
                 "largest request body in bytes (413 above), 0 = none", 0, 17_179_869_184),
+    SettingSpec("body_budget", int, 16_777_216,
+                "bytes of request bodies a worker holds at once, all requests together "
+                "(503 past it; a body alone always fits), 0 = none", 0, 17_179_869_184),
     SettingSpec("websockets", bool, True,
                 "serve WebSockets; false turns the subsystem off and refuses upgrades"),
     SettingSpec("ws_ping_interval", float, 0.0,
@@ -207,6 +210,20 @@ SETTINGS: tuple[SettingSpec, ...] = (
     SettingSpec("log_level", str, "info", "log level", choices=LOG_LEVELS),
 )
 BY_NAME = {spec.name: spec for spec in SETTINGS}
+
+# A container's memory, in MiB, for its processes (docs/deploy.md, "Memory"): the
+# launcher and the metrics listener; each worker idle, its connections and what the
+# app allocates for a request; each worker's body budget, with the allocator's waste.
+BESIDE_THE_WORKERS_MIB = 192
+WORKER_MIB = 128
+BUDGET_OVERHEAD = 1.25
+
+
+def memory_limit_mib(workers: int, body_budget: int) -> int:
+    """The memory limit a container of `workers` workers needs, in MiB, when each may
+    hold `body_budget` bytes of request bodies (0: no budget, so no bound either)."""
+    budget_mib = -(-int(body_budget * BUDGET_OVERHEAD) // (1 << 20))
+    return BESIDE_THE_WORKERS_MIB + workers * (WORKER_MIB + budget_mib)
 # The `port` answer is also the container's port (Dockerfile, Kubernetes manifests), and
 # the image runs as a non-root user, which may not listen below this: the Copier
 # question refuses lower answers. WEBSERVER_PORT itself keeps 1-65535, since a person

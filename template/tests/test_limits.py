@@ -27,7 +27,7 @@ from websockets.exceptions import ConnectionClosed, InvalidStatus
 from websockets.sync.client import connect
 
 from app.core import loops
-from app.middleware.request_limits import MAX_HEADERS, RequestLimitsMiddleware
+from app.middleware.request_limits import MAX_HEADERS, BodyBudget, RequestLimitsMiddleware
 from serving.setting_specs import BY_NAME
 from tests.server_process import running_server
 
@@ -416,9 +416,11 @@ def test_websockets_past_the_cap_are_refused_alike(capped: Served) -> None:
 
 # -- in-process: what the body's time and size are counted on ---------------------------
 
-def limited(app: object, *, limit: int | None = None, timeout: float | None = None) -> object:
+def limited(app: object, *, limit: int | None = None, timeout: float | None = None,
+            budget: BodyBudget | None = None) -> object:
     middleware = RequestLimitsMiddleware(app)
     middleware.max_body, middleware.timeout = limit, timeout
+    middleware.budget = budget or BodyBudget(None)
     return middleware
 
 
@@ -495,3 +497,48 @@ def test_an_announced_body_that_stops_short_is_left_to_the_error_layer() -> None
     sent, error = call(limited(reader(), timeout=5), [(b"transfer-encoding", b"chunked")],
                        [b"a" * 10, None])
     assert error is None and sent[0]["status"] == 400
+
+
+def test_a_body_past_the_workers_budget_gets_503_before_it_is_read() -> None:
+    """WEBSERVER_BODY_BUDGET: 100 bytes held by a request still reading its body; the
+    next announced body that would pass the budget is refused unread, one that fits is
+    not; a body alone is let in whatever its size, and every byte is given back."""
+    budget = BodyBudget(100)
+    budget.take(60)  # another request's body, held
+    sent, error = call(limited(reader(), budget=budget), [(b"content-length", b"50")],
+                       [b"a" * 50])
+    assert error is None and sent[0]["status"] == 503
+    assert (b"retry-after", b"1") in sent[0]["headers"]
+    sent, error = call(limited(reader(), budget=budget), [(b"content-length", b"40")],
+                       [b"a" * 40])
+    assert error is None and sent[-1]["body"] == b"40"
+    budget.give_back(60)
+    sent, error = call(limited(reader(), budget=budget), [(b"content-length", b"500")],
+                       [b"a" * 500])
+    assert error is None and sent[-1]["body"] == b"500"
+    assert budget.held == 0
+
+
+def test_a_chunked_body_is_taken_from_the_budget_as_it_is_read() -> None:
+    budget = BodyBudget(100)
+    budget.take(60)
+    chunked = [(b"transfer-encoding", b"chunked")]
+    sent, error = call(limited(reader(), budget=budget), chunked, [b"a" * 30, b"a" * 30])
+    assert error is None and sent[0]["status"] == 503  # at the second read
+    assert budget.held == 60
+
+
+def test_a_body_framed_by_length_and_chunked_gets_400_unread() -> None:
+    both = [(b"content-length", b"5"), (b"transfer-encoding", b"chunked")]
+    sent, error = call(limited(reader()), both, [b"0\r\n\r\n"])
+    assert error is None and sent[0]["status"] == 400
+    assert (b"connection", b"close") in sent[0]["headers"]
+
+
+@pytest.mark.parametrize("http_version", ["2", "3"])
+def test_a_head_over_the_size_limit_gets_431_over_http2_and_3(http_version: str) -> None:
+    large = [(b"x-large", b"a" * MAX_HEADER_SIZE)]
+    sent, error = call(limited(reader()), large, [b""], http_version)
+    assert error is None and sent[0]["status"] == 431
+    sent, error = call(limited(reader()), [(b"x-small", b"a")], [b""], http_version)
+    assert error is None and sent[0]["status"] == 200

@@ -16,7 +16,7 @@ from typer.testing import CliRunner
 from app import custom
 from app.cli import cli
 from app.core import loops
-from serving import launcher
+from serving import launcher, memory
 from serving import settings as config
 from serving.setting_specs import BY_NAME
 from tests.server_process import PROJECT_DIR, free_port
@@ -406,3 +406,28 @@ def test_every_setting_appears_wherever_it_must() -> None:
         assert spec.option in help_text, spec.option
         assert f"\n{spec.env}=" in example, spec.env
         assert f"| `{spec.env}` |" in readme, spec.env
+
+
+# -- the settings against the container's memory (serving/memory.py) -------------------
+
+def test_the_cgroups_memory_limit_is_read_in_mib(tmp_path: Path) -> None:
+    v2, v1 = tmp_path / "memory.max", tmp_path / "memory.limit_in_bytes"
+    v2.write_text("max\n")
+    assert memory.container_limit_mib((v2, v1)) is None
+    v2.write_text("335544320\n")
+    assert memory.container_limit_mib((v2, v1)) == 320
+    v1.write_text("9223372036854771712\n")  # v1's "no limit"
+    assert memory.container_limit_mib((tmp_path / "absent", v1)) is None
+    assert memory.container_limit_mib((tmp_path / "absent",)) is None
+
+
+def test_serve_warns_when_the_workers_budgets_pass_the_containers_limit() -> None:
+    """The Deployment's formula (setting_specs.memory_limit_mib): 192 MiB besides the
+    workers, each 128 MiB and 1.25 times its body budget."""
+    settings = config.get_settings().model_copy(update={"workers": 2, "body_budget": 16 << 20})
+    assert memory.memory_warning(settings, None) is None
+    assert memory.memory_warning(settings, 488) is None  # 192 + 2 x (128 + 20)
+    warning = memory.memory_warning(settings, 487)
+    assert warning is not None and "488 MiB" in warning and "487 MiB" in warning
+    unbounded = settings.model_copy(update={"body_budget": 0})
+    assert "nothing bounds" in (memory.memory_warning(unbounded, 4096) or "")

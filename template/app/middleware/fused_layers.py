@@ -35,6 +35,7 @@ from app.middleware.request_id import HEADER as REQUEST_ID
 from app.middleware.request_limits import (
     BODY_HEADERS,
     MAX_HEADERS,
+    MULTIPLEXED,
     TOO_MANY_HEADERS,
     RequestLimitsMiddleware,
     answer,
@@ -207,7 +208,7 @@ class FusedLayers:
                     await self.app(scope, receive, send_out)
                 elif len(headers) > MAX_HEADERS:
                     await answer(send_out, TOO_MANY_HEADERS)
-                elif body or scope["http_version"] == "2":  # RequestLimitsMiddleware's part
+                elif body or scope["http_version"] in MULTIPLEXED:  # RequestLimitsMiddleware's
                     await limits.with_body(scope, receive, send_out)
                 else:
                     await self.app(scope, receive, send_out)

@@ -19,6 +19,19 @@ granian 500 with a traceback). Here, before any route and whatever the route:
   says 400: the app cannot tell the two apart. A body with a Content-Length that stops
   short is an aborted upload (499, app/middleware/errors.py).
 
+- a request with both Content-Length and Transfer-Encoding: 400, before a byte of its
+  body is read. RFC 9112 6.1 asks the server to close such a connection; h11 (uvicorn
+  `--http h11`, Hypercorn) read the chunked body and kept it open, so bytes after the
+  body were served as a next request (request smuggling behind a proxy that framed it
+  by its length);
+- over HTTP/2 and HTTP/3, a head over WEBSERVER_MAX_HEADER_SIZE: 431, as over HTTP/1.1
+  (uvicorn's zttp applied no limit there);
+- a body that would take the bytes of bodies the worker holds at once past
+  WEBSERVER_BODY_BUDGET: 503 with `Retry-After`. Announced, before a byte is read;
+  chunked, at the read that passes it. A request's bytes count until its app call
+  returns. A body alone is admitted whatever its size (up to its own limit), so a
+  route allowed more than the budget still works, one such body at a time.
+
 Each answer closes the connection (`Connection: close`): the rest of the body is never
 read. Refusals raised while a route reads the body are HTTPExceptions, so FastAPI's
 handlers (yours included) answer them as they answer any other; the body is then
@@ -42,15 +55,21 @@ from serving.settings import get_settings
 
 MAX_HEADERS = 100  # granian's (hyper's), zttp's and gunicorn's own cap, not a setting
 BODY_HEADERS = frozenset((b"content-length", b"transfer-encoding"))
+MULTIPLEXED = frozenset(("2", "3"))  # http_version of HTTP/2 and /3: a body may be silent
 CLOSE = {"Connection": "close"}
+RETRY_AFTER_SECONDS = 1  # the budget frees as requests end: most in well under a second
 NOT_A_BYTE = -1  # a limit that refuses the first read
+CRLF = COLON_SPACE = 2
 
 
 class Refusal(HTTPException):
     """A request refused for what it sent; the connection is closed after the answer."""
 
     def __init__(self, status_code: int, detail: str) -> None:
-        super().__init__(status_code=status_code, detail=detail, headers=CLOSE)
+        headers = CLOSE
+        if status_code == 503:
+            headers = {**CLOSE, "Retry-After": str(RETRY_AFTER_SECONDS)}
+        super().__init__(status_code=status_code, detail=detail, headers=headers)
 
     def body(self) -> bytes:
         return b'{"detail":"%s"}' % self.detail.encode()
@@ -60,6 +79,55 @@ TOO_MANY_HEADERS = Refusal(431, "Request Header Fields Too Large")
 TOO_LARGE = Refusal(413, "Content Too Large")
 TOO_SLOW = Refusal(408, "Request Timeout")
 INCOMPLETE = Refusal(400, "Incomplete request body")
+AMBIGUOUS = Refusal(400, "Both Content-Length and Transfer-Encoding")
+HEAD_TOO_LARGE = Refusal(431, "Request Header Fields Too Large")
+BUSY = Refusal(503, "Too many request bodies at once: retry")
+
+
+def head_size(scope: Scope) -> int:
+    """The request line and headers as HTTP/1.1 sends them, but for the spaces around
+    each value: the size WEBSERVER_MAX_HEADER_SIZE bounds, whatever the protocol."""
+    query = scope.get("query_string")
+    size = (len(scope["method"]) + 1 + len(scope.get("raw_path") or b"")
+            + (1 + len(query) if query else 0) + len(" HTTP/1.1") + CRLF + CRLF)
+    for name, value in scope["headers"]:  # a loop, not sum() over a generator: per request
+        size += len(name) + COLON_SPACE + len(value) + CRLF
+    return size
+
+
+class BodyBudget:
+    """The bytes of request bodies one worker holds at once (WEBSERVER_BODY_BUDGET).
+
+    One per worker process: every request of the worker runs on its one event loop
+    thread, so the counts need no lock."""
+
+    __slots__ = ("held", "limit")
+
+    def __init__(self, limit: int | None) -> None:
+        self.limit = limit
+        self.held = 0
+
+    def take(self, size: int) -> bool:
+        """Count `size` more bytes held, unless that passes the budget while other
+        bodies are held (a body alone is always let in)."""
+        if self.limit is not None and self.held and self.held + size > self.limit:
+            return False
+        self.held += size
+        return True
+
+    def give_back(self, size: int) -> None:
+        self.held -= size
+
+
+BUDGETS: dict[int | None, BodyBudget] = {}
+
+
+def body_budget(limit: int | None) -> BodyBudget:
+    """The worker's budget: one, whichever layers count against it."""
+    budget = BUDGETS.get(limit)
+    if budget is None:
+        budget = BUDGETS[limit] = BodyBudget(limit)
+    return budget
 
 
 def refusal(kind: Refusal) -> Refusal:
@@ -71,7 +139,7 @@ async def answer(send: Send, kind: Refusal) -> None:
     body = kind.body()
     await send({"type": "http.response.start", "status": kind.status_code, "headers": [
         (b"content-type", b"application/json"), (b"content-length", b"%d" % len(body)),
-        (b"connection", b"close")]})
+        *((name.lower().encode(), value.encode()) for name, value in kind.headers.items())]})
     await send({"type": "http.response.body", "body": body})
 
 
@@ -83,6 +151,8 @@ class RequestLimitsMiddleware:
         settings = get_settings()
         self.max_body: int | None = settings.max_body_size or None
         self.timeout: float | None = settings.body_timeout or None
+        self.max_head = settings.max_header_size
+        self.budget = body_budget(settings.body_budget or None)
         # Older projects' custom.py has no BODY_LIMITS (app/core/body_limits.py).
         self.routes: tuple[BodyLimit, ...] = tuple(getattr(custom, "BODY_LIMITS", ()))
 
@@ -109,11 +179,14 @@ class RequestLimitsMiddleware:
         for name, _ in scope["headers"]:
             if name in BODY_HEADERS:
                 return self.with_body(scope, receive, send)
-        if scope["http_version"] == "2":  # a body need not announce itself
+        if scope["http_version"] in MULTIPLEXED:  # a body need not announce itself
             return self.with_body(scope, receive, send)
         return self.app(scope, receive, send)  # HTTP/1 without either: no body
 
     def with_body(self, scope: Scope, receive: Receive, send: Send) -> Awaitable[None]:
+        """A request that has or may have a body (and, over HTTP/2 and /3, any)."""
+        if scope["http_version"] in MULTIPLEXED and head_size(scope) > self.max_head:
+            return answer(send, HEAD_TOO_LARGE)  # HTTP/1.1's is the engine's
         max_body, timeout = self.limits(scope)
         length = None
         chunked = False
@@ -122,7 +195,9 @@ class RequestLimitsMiddleware:
                 length = value
             elif name == b"transfer-encoding":
                 chunked = True
-        if length is not None and not chunked:
+        if length is not None and chunked:
+            return answer(send, AMBIGUOUS)  # not a byte of it read
+        if length is not None:
             try:
                 size: int | None = int(length)
             except ValueError:  # the engines refuse it first
@@ -130,18 +205,25 @@ class RequestLimitsMiddleware:
             if size is not None:
                 if max_body is not None and size > max_body:
                     return answer(send, TOO_LARGE)  # not a byte of it read
-                if size == 0 or timeout is None:  # the engine keeps to the length
+                if size == 0:
                     return self.app(scope, receive, send)
-                return self.guarded(scope, receive, send, None, timeout, chunked=False)
+                if not self.budget.take(size):
+                    return answer(send, BUSY)  # not a byte of it read
+                return self.guarded(scope, receive, send, None, timeout, chunked=False,
+                                    held=size)
         return self.guarded(scope, receive, send, max_body, timeout, chunked=chunked)
 
     def counted(self, receive: Receive, limit: int | None, timeout: float | None,
-                chunked: bool) -> Body:
-        return Body(receive, limit, timeout, chunked)
+                chunked: bool, budget: BodyBudget | None) -> Body:
+        return Body(receive, limit, timeout, chunked, budget)
 
     async def guarded(self, scope: Scope, receive: Receive, send: Send, limit: int | None,
-                      timeout: float | None, *, chunked: bool) -> None:
-        body = self.counted(receive, limit, timeout, chunked)
+                      timeout: float | None, *, chunked: bool, held: int = 0) -> None:
+        """The app, with the body counted (`held`: bytes already taken from the budget
+        for an announced body; else each read is taken as it comes)."""
+        body = self.counted(receive, limit, timeout, chunked,
+                            None if held else self.budget)
+        body.held = held
         started = False
 
         def watched(message: Message) -> Awaitable[None]:
@@ -159,6 +241,7 @@ class RequestLimitsMiddleware:
             await answer(send, error)
         finally:
             body.finish()  # a body the app did not read to its end is no longer timed
+            self.budget.give_back(body.held)  # the app holds none of it now
 
 
 class BodySizeBeforeYoursMiddleware(RequestLimitsMiddleware):
@@ -192,8 +275,9 @@ class BodySizeBeforeYoursMiddleware(RequestLimitsMiddleware):
         return self.guarded(scope, receive, send, max_body, None, chunked=False)
 
     def counted(self, receive: Receive, limit: int | None, timeout: float | None,
-                chunked: bool) -> Body:
-        return BodyPastTheLimit(receive, limit, timeout, chunked)
+                chunked: bool, budget: BodyBudget | None) -> Body:
+        # No budget here: the layer inside yours counts the same bytes once.
+        return BodyPastTheLimit(receive, limit, timeout, chunked, None)
 
 
 class Body:
@@ -204,13 +288,15 @@ class Body:
     µs each): when it fires during a wait that has used up the time, it cancels the
     waiting task, as asyncio.timeout does, and the wait ends in a 408."""
 
-    __slots__ = ("chunked", "done", "expired", "left", "limit", "loop", "read", "timer",
-                 "upstream", "waiting", "waiting_since")
+    __slots__ = ("budget", "chunked", "done", "expired", "held", "left", "limit", "loop",
+                 "read", "timer", "upstream", "waiting", "waiting_since")
 
     def __init__(self, receive: Receive, limit: int | None, timeout: float | None,
-                 chunked: bool) -> None:
+                 chunked: bool, budget: BodyBudget | None = None) -> None:
         self.upstream = receive
         self.limit = limit
+        self.budget = budget  # each read taken from it, when the body was not announced
+        self.held = 0  # bytes taken from the worker's budget for this body
         self.left = timeout  # seconds of waiting still allowed; None: not timed
         self.chunked = chunked
         self.read = 0
@@ -283,6 +369,11 @@ class Body:
                 if self.read > self.limit:
                     self.finish()
                     raise refusal(TOO_LARGE)
+            if self.budget is not None and (size := len(message.get("body", b""))):
+                if not self.budget.take(size):
+                    self.finish()
+                    raise refusal(BUSY)
+                self.held += size
             if not message.get("more_body", False):
                 self.finish()
         elif kind == "http.disconnect" and not self.done:

@@ -81,6 +81,10 @@ def options(settings: Settings, loop: str) -> dict[str, object]:
         "certfile": settings.tls_certfile or None,
         "keyfile": settings.tls_keyfile or None,
         "http2_cleartext": "both" if settings.http2 else "off",
+        # Over HTTP/2 its per-field limit resets the stream; 0 lets the app's layer answer
+        # 431 for the head's size as on the other engines (its header list stays bounded
+        # by http2_max_header_list_size). HTTP/1 heads are bounded by the worker (worker.py).
+        "limit_request_field_size": 0,
         # Its control socket would go in $HOME/.gunicorn, which the image's user lacks
         # (and the root filesystem is read-only in Kubernetes).
         "control_socket_disable": True,

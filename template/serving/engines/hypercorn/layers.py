@@ -7,9 +7,9 @@ from collections.abc import Awaitable
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from app.middleware.request_limits import MULTIPLEXED, head_size
 from serving.head_limits import TOO_LARGE_BODY
 
-CRLF, COLON_SPACE = 2, 2
 BODY_HEADERS = frozenset((b"content-length", b"transfer-encoding"))
 DISCONNECT: Message = {"type": "http.disconnect"}
 
@@ -57,16 +57,6 @@ async def refuse_head(send: Send) -> None:
     await send({"type": "http.response.body", "body": TOO_LARGE_BODY})
 
 
-def head_size(scope: Scope) -> int:
-    """The request line and headers as sent, but for the spaces around each value."""
-    query = scope["query_string"]
-    size = (len(scope["method"]) + 1 + len(scope["raw_path"] or b"")
-            + (1 + len(query) if query else 0) + len(" HTTP/1.1") + CRLF + CRLF)
-    for name, value in scope["headers"]:  # a loop, not sum() over a generator: per request
-        size += len(name) + COLON_SPACE + len(value) + CRLF
-    return size
-
-
 class UnreadBody:
     """An answer given before the request's body has all arrived (413, 408, 431, a route
     that does not read it) closes the connection, as on the other engines.
@@ -89,7 +79,7 @@ class UnreadBody:
     def __call__(self, scope: Scope, receive: Receive, send: Send) -> Awaitable[None]:
         if scope["type"] != "http":
             return self.app(scope, receive, send)
-        if scope["http_version"] in ("2", "3"):  # a body need not announce itself
+        if scope["http_version"] in MULTIPLEXED:  # a body need not announce itself
             return self.watched(scope, receive, send)
         for name, _ in scope["headers"]:
             if name in BODY_HEADERS:

@@ -1,0 +1,180 @@
+"""Hostile clients against a real server of every engine and HTTP parser (docs/security.md,
+"Hostile clients"): a request framed two ways (request smuggling), heads too large over
+HTTP/2, and many slow bodies at once against the worker's memory. Every connection is
+to 127.0.0.1; each load is bounded in count and time.
+
+One server per engine and parser, with HTTP/2 on where the parser carries it, shared by
+the module's tests.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import re
+import socket
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+
+from app.core import loops
+from serving.setting_specs import BESIDE_THE_WORKERS_MIB, BY_NAME, memory_limit_mib
+from tests.test_limits import FULL_DETAIL, Served, head, memory_kib, status
+from tests.server_process import running_server
+
+pytestmark = [pytest.mark.slow, pytest.mark.demo_routes]
+
+MAX_HEADER_SIZE = BY_NAME["max_header_size"].default
+MAX_BODY_SIZE = BY_NAME["max_body_size"].default
+BODY_BUDGET = BY_NAME["body_budget"].default
+WORKERS = 1  # the servers below, as the Deployment's limit is computed for
+
+
+def servers() -> Iterator[tuple[str, str, bool]]:
+    """(engine, parser, HTTP/2 on): each parser an engine takes here, HTTP/2 on where it
+    can be (uvicorn: zttp's only)."""
+    for engine, spec in loops.ENGINE_SPECS.items():
+        if not spec.parser_choice:
+            yield engine, loops.AUTO, True
+            continue
+        for parser in spec.parsers:
+            if loops.importable(loops.HTTP_PARSERS[parser].module):
+                yield engine, parser, spec.http2_any_parser or loops.HTTP_PARSERS[parser].http2
+
+
+SERVERS = list(servers())
+# The engine's own choice of parser: the one the memory test runs on.
+DEFAULT_PARSER = {engine: loops.resolve_http(engine)
+                  if loops.ENGINE_SPECS[engine].parser_choice else loops.AUTO
+                  for engine in loops.ENGINES}
+
+
+@pytest.fixture(scope="module", params=SERVERS, ids=lambda s: "-".join(s[:2]))
+def served(request: pytest.FixtureRequest) -> Iterator[tuple[Served, str, bool]]:
+    engine, parser, http2 = request.param
+    args = ["--engine", engine, "--http", parser, *(["--http2"] if http2 else [])]
+    with running_server(args, env=FULL_DETAIL) as server:
+        pid = httpx.get(f"{server.url}/health/detailed").json()["pid"]
+        port = int(server.url.rsplit(":", 1)[1])
+        yield Served(engine, server.url, port, int(pid), server.output), parser, http2
+
+
+def responses_until_closed(port: int, data: bytes, wait: float = 5) -> tuple[bytes, bool]:
+    """What the server sent back for `data`, and whether it closed the connection
+    within `wait` seconds."""
+    received = b""
+    with socket.create_connection(("127.0.0.1", port), timeout=wait) as sock:
+        with contextlib.suppress(ConnectionError):
+            sock.sendall(data)
+        deadline = time.monotonic() + wait
+        try:
+            while time.monotonic() < deadline:
+                chunk = sock.recv(65536)
+                if not chunk:
+                    return received, True
+                received += chunk
+        except ConnectionError:
+            return received, True
+        except TimeoutError:
+            pass
+    return received, False
+
+
+# -- a request framed two ways ----------------------------------------------------------
+
+# Transfer-Encoding as each engine might still read it as chunked.
+TRANSFER_ENCODINGS = {
+    "plain": b"Transfer-Encoding: chunked",
+    "upper case": b"Transfer-Encoding: CHUNKED",
+    "tab": b"Transfer-Encoding:\tchunked",
+    "trailing space": b"Transfer-Encoding: chunked ",
+    "obs-fold": b"Transfer-Encoding:\r\n chunked",
+    "list": b"Transfer-Encoding: identity, chunked",
+}
+SMUGGLED = b"GET /demo/items/999 HTTP/1.1\r\nHost: localhost\r\n\r\n"
+
+
+@pytest.mark.parametrize("encoding", TRANSFER_ENCODINGS, ids=str)
+def test_a_body_with_a_length_and_chunked_gets_no_second_response(
+        served: tuple[Served, str, bool], encoding: str) -> None:
+    """RFC 9112 6.1: a request with both may be smuggling one behind it; h11 (uvicorn
+    `--http h11`, Hypercorn) read it as chunked and served the bytes after it."""
+    server, parser, _ = served
+    chunked = b"0\r\n\r\n"
+    request = head("/demo/echo", b"Content-Length: %d" % len(chunked),
+                   TRANSFER_ENCODINGS[encoding], method=b"POST") + chunked
+    answer, closed = responses_until_closed(server.port, request + SMUGGLED)
+    print(f"{server.engine}/{parser} {encoding}: {answer[:60]!r}, closed: {closed}")
+    assert b"item_id" not in answer, answer
+    assert len(re.findall(rb"HTTP/1\.[01] \d{3} ", answer)) <= 1, answer
+    assert closed, f"the connection stayed open after {answer[:60]!r}"
+
+
+# -- heads over HTTP/2 ------------------------------------------------------------------
+
+def test_a_head_over_the_size_limit_gets_431_over_http2(
+        served: tuple[Served, str, bool]) -> None:
+    server, parser, http2 = served
+    if not http2:
+        pytest.skip(f"{server.engine} with {parser} serves no HTTP/2")
+    with httpx.Client(http1=False, http2=True, timeout=10) as client:  # h2c, prior knowledge
+        small = client.get(f"{server.url}/health/", headers={"x-small": "a" * 100})
+        large = client.get(f"{server.url}/health/", headers={"x-large": "a" * 20 * 1024})
+    assert small.http_version == "HTTP/2" and small.status_code == 200
+    assert large.status_code == 431, (large.status_code, large.text[:200])
+
+
+# -- many slow bodies at once -----------------------------------------------------------
+
+SLOW_CLIENTS = 300
+SENT_OF_EACH = 1_000_000  # of a 1 MiB body, then silent
+
+
+def test_300_slow_bodies_keep_the_worker_under_its_memory_limit(
+        served: tuple[Served, str, bool]) -> None:
+    """Each client announces a body of the largest size, sends all but the last 48 KiB and
+    waits: the worker holds no more than WEBSERVER_BODY_BUDGET of them (v0.22.2 held all
+    300, 352-427 MiB), refuses the others with 503 and Retry-After before reading, and
+    answers /health/ throughout."""
+    server, parser, _ = served
+    if parser != DEFAULT_PARSER[server.engine]:
+        pytest.skip("once per engine, on its default parser")
+    # The worker's share of the Deployment's limit (serving/setting_specs.py).
+    limit_kib = (memory_limit_mib(WORKERS, BODY_BUDGET) - BESIDE_THE_WORKERS_MIB) * 1024
+    pid = server.pid
+    Path(f"/proc/{pid}/clear_refs").write_text("5")  # VmHWM back to the current RSS
+    before = memory_kib(pid, "VmRSS")
+    body = b"a" * SENT_OF_EACH
+    clients: list[socket.socket] = []
+    try:
+        for _ in range(SLOW_CLIENTS):
+            sock = socket.create_connection(("127.0.0.1", server.port), timeout=5)
+            clients.append(sock)
+            with contextlib.suppress(ConnectionError, TimeoutError):
+                sock.sendall(head("/demo/echo", b"Content-Length: %d" % MAX_BODY_SIZE,
+                                  method=b"POST") + body)
+        health = httpx.get(f"{server.url}/health/", timeout=5).status_code
+        peak = memory_kib(pid, "VmHWM")
+        answers = []
+        for sock in clients:
+            sock.settimeout(0.05)
+            try:
+                answers.append(sock.recv(65536))
+            except TimeoutError:
+                answers.append(b"")  # still held: waiting for the rest of its body
+            except ConnectionError:
+                answers.append(b"reset")
+    finally:
+        for sock in clients:
+            sock.close()
+    refused = [a for a in answers if status(a) == 503]
+    held = answers.count(b"")
+    print(f"{server.engine}: RSS {before >> 10} MiB, peak {peak >> 10} MiB (limit "
+          f"{limit_kib >> 10}); {held} held, {len(refused)} refused 503")
+    assert health == 200
+    assert all(re.search(rb"(?i)\r\nretry-after: \d+\r\n", a) for a in refused), refused[:1]
+    assert held + len(refused) == SLOW_CLIENTS, {a[:40] for a in answers} - {b""}
+    assert held <= BODY_BUDGET // MAX_BODY_SIZE
+    assert peak < limit_kib, f"peak RSS {peak >> 10} MiB"
