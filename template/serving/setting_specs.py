@@ -171,6 +171,9 @@ SETTINGS: tuple[SettingSpec, ...] = (
     SettingSpec("security_headers", bool, True,
                 "X-Content-Type-Options, X-Frame-Options and Referrer-Policy on every answer "
                 "that has not set its own"),
+    SettingSpec("hsts", bool, True,
+                "Strict-Transport-Security (a year) on every answer while the server itself "
+                "serves TLS, with the security headers"),
     SettingSpec("server_timing", bool, False,
                 "Server-Timing on every answer: the app's time to the response's start"),
     SettingSpec("log_format", str, "text",

@@ -178,3 +178,85 @@ def test_300_slow_bodies_keep_the_worker_under_its_memory_limit(
     assert held + len(refused) == SLOW_CLIENTS, {a[:40] for a in answers} - {b""}
     assert held <= BODY_BUDGET // MAX_BODY_SIZE
     assert peak < limit_kib, f"peak RSS {peak >> 10} MiB"
+
+
+# -- WebSocket messages past the cap ----------------------------------------------------
+
+WS_MAX_MESSAGE_SIZE = BY_NAME["ws_max_message_size"].default
+IDLE_GROWTH_KIB = 64 << 10  # the issue's bound: within 64 MiB of the idle worker
+
+
+def upgraded(port: int, *extra: bytes) -> tuple[socket.socket, bytes]:
+    """A WebSocket to /ws/echo, offering permessage-deflate; the socket and the head of
+    the server's answer."""
+    sock = socket.create_connection(("127.0.0.1", port), timeout=10)
+    sock.sendall(head("/ws/echo", b"Upgrade: websocket", b"Connection: Upgrade",
+                      b"Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==",
+                      b"Sec-WebSocket-Version: 13", b"Origin: http://localhost", *extra))
+    answer = b""
+    while b"\r\n\r\n" not in answer:
+        chunk = sock.recv(4096)
+        assert chunk, answer
+        answer += chunk
+    return sock, answer.split(b"\r\n\r\n", 1)[0]
+
+
+def frame(payload: bytes, *, compressed: bool = False, final: bool = True) -> bytes:
+    """A client's binary frame, masked with a zero key (the payload goes as it is)."""
+    first = (0x80 if final else 0) | (0x40 if compressed else 0) | 0x2
+    return bytes([first, 0x80 | 127]) + len(payload).to_bytes(8, "big") + bytes(4) + payload
+
+
+def closed_within(sock: socket.socket, seconds: float) -> bool:
+    """Whether the server closes the connection within `seconds`, what it sends first
+    (a close frame) read and dropped."""
+    sock.settimeout(seconds)
+    deadline = time.monotonic() + seconds
+    try:
+        while time.monotonic() < deadline:
+            if not sock.recv(65536):
+                return True
+    except ConnectionError:
+        return True
+    except TimeoutError:
+        return False
+    return False
+
+
+def test_websocket_messages_past_the_cap_free_their_memory_and_close(
+        served: tuple[Served, str, bool]) -> None:
+    """24 messages of 16 MiB sent without reading, then a 64 MiB message of zeros
+    deflated to about 64 KB: the worker stays within 64 MiB of its idle size and each
+    connection is closed (Hypercorn 0.18 kept every byte, inflated without a bound and
+    kept the connection)."""
+    server, parser, _ = served
+    if parser != DEFAULT_PARSER[server.engine]:
+        pytest.skip("once per engine, on its default parser")
+    import zlib
+
+    pid = server.pid
+    Path(f"/proc/{pid}/clear_refs").write_text("5")
+    before = memory_kib(pid, "VmRSS")
+    sock, _ = upgraded(server.port)
+    message = frame(b"a" * (16 << 20))
+    sent = 0
+    with contextlib.suppress(ConnectionError, TimeoutError):
+        for _ in range(24):
+            sock.sendall(message)
+            sent += 1
+    closed_plain = closed_within(sock, 5)
+    sock.close()
+    deflater = zlib.compressobj(wbits=-15)
+    bomb = deflater.compress(bytes(64 << 20)) + deflater.flush(zlib.Z_SYNC_FLUSH)[:-4]
+    sock, answer = upgraded(server.port, b"Sec-WebSocket-Extensions: permessage-deflate")
+    with contextlib.suppress(ConnectionError, TimeoutError):
+        sock.sendall(frame(bomb, compressed=True))
+    closed_deflated = closed_within(sock, 5)
+    sock.close()
+    grown = memory_kib(pid, "VmHWM") - before
+    print(f"{server.engine}: {sent} of 24 messages sent, then closed: {closed_plain}; "
+          f"deflate {b'permessage-deflate' in answer.lower()}, closed: {closed_deflated}; "
+          f"peak RSS grew {grown >> 10} MiB")
+    assert closed_plain and closed_deflated
+    assert grown < IDLE_GROWTH_KIB, f"grew {grown >> 10} MiB"
+    assert httpx.get(f"{server.url}/health/", timeout=5).status_code == 200

@@ -7,6 +7,7 @@ import asyncio
 import json
 import os
 import socket
+import ssl
 import subprocess
 import sys
 
@@ -56,6 +57,21 @@ def negotiated(url: str, ca_file: str) -> str | None:
         return wrapped.selected_alpn_protocol()
 
 
+def handshake_without_aead(url: str, ca_file: str) -> str | None:
+    """A TLS 1.2 client offering CBC suites and nothing AEAD: the cipher the server chose,
+    or None when it refused them all."""
+    host, port = url.removeprefix("https://").split(":")
+    context = trusting(ca_file)
+    context.maximum_version = ssl.TLSVersion.TLSv1_2
+    context.set_ciphers("HIGH:!AESGCM:!CHACHA20:!AESCCM:!ARIA:!aNULL")  # CBC only
+    with socket.create_connection((host, int(port)), timeout=5) as raw:
+        try:
+            with context.wrap_socket(raw, server_hostname=host) as wrapped:
+                return wrapped.cipher()[0]
+        except (ssl.SSLError, ConnectionError):
+            return None
+
+
 @pytest.mark.parametrize("http2", [False, True], ids=["http1", "http2"])
 @pytest.mark.parametrize("engine", loops.ENGINES)
 def test_every_engine_serves_https(engine: str, http2: bool,
@@ -67,14 +83,17 @@ def test_every_engine_serves_https(engine: str, http2: bool,
         with httpx.Client(verify=trusting(authority["ca"]), http2=http2) as client:
             answer = client.get(f"{server.url}/health/detailed")
         output = server.output()
+        cbc = None if http2 else handshake_without_aead(server.url, authority["ca"])
     print(f"{engine}, HTTP/2 {'on' if http2 else 'off'}: ALPN {chosen!r}, "
           f"{answer.http_version}, scheme {answer.json().get('scheme')}")
     assert answer.status_code == 200, output[-2000:]
     assert "on https://127.0.0.1:" in output
+    assert answer.headers["strict-transport-security"] == "max-age=31536000"
     if http2:
         assert chosen == "h2" and answer.http_version == "HTTP/2", (chosen, answer.http_version)
     else:
         assert chosen in (None, "http/1.1") and answer.http_version == "HTTP/1.1", chosen
+        assert cbc is None, f"a CBC suite was accepted: {cbc}"
 
 
 @pytest.mark.parametrize("engine", loops.ENGINES)

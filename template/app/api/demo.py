@@ -38,7 +38,11 @@ async def echo_body(request: Request) -> dict[str, int]:
     return {"received_bytes": received}
 
 
-@router.get("/events")
+EVENT_STREAM = {200: {"description": "Server-sent events: `tick` events, then `bye`",
+                     "content": {"text/event-stream": {"schema": {"type": "string"}}}}}
+
+
+@router.get("/events", response_class=StreamingResponse, responses=EVENT_STREAM)
 async def events(every: float = Query(default=1.0, gt=0, le=60)) -> StreamingResponse:
     """A tick every `every` seconds until the server stops, then a last event: a client
     reconnects, to a worker that goes on serving (app/core/stopping.py)."""

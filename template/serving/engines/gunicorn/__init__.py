@@ -37,7 +37,7 @@ from starlette.types import ASGIApp
 
 from app.core import logs, loops
 from app.core.stopping import server_stopping
-from serving import drain, reload
+from serving import drain, reload, tls
 from serving.engines.gunicorn.worker import PID_BYTES, POLL, STOP_SIGNALS, GunicornLimits
 from serving.served_app import create_served_app, forget_your_modules
 from serving.settings import Settings, get_settings
@@ -80,6 +80,7 @@ def options(settings: Settings, loop: str) -> dict[str, object]:
         # TLS, checked by the settings (serving/tls.py).
         "certfile": settings.tls_certfile or None,
         "keyfile": settings.tls_keyfile or None,
+        "ciphers": tls.CIPHERS,
         "http2_cleartext": "both" if settings.http2 else "off",
         # Over HTTP/2 its per-field limit resets the stream; 0 lets the app's layer answer
         # 431 for the head's size as on the other engines (its header list stays bounded

@@ -5,6 +5,7 @@ from __future__ import annotations
 from hypercorn.config import Config
 
 from app.core import logs
+from serving import tls
 from serving.settings import Settings
 
 WS_MAX_MESSAGE_SIZE = 16 * 1024 * 1024  # Hypercorn's default, kept for 0
@@ -29,4 +30,5 @@ def config(settings: Settings) -> Config:
     served.loglevel = settings.log_level.upper()
     if settings.tls_certfile:  # checked by the settings (serving/tls.py)
         served.certfile, served.keyfile = settings.tls_certfile, settings.tls_keyfile
+        served.ciphers = tls.CIPHERS
     return served

@@ -12,7 +12,7 @@ import uvicorn
 from uvicorn.supervisors import ChangeReload
 
 from app.core import logs, loops
-from serving import drain
+from serving import drain, tls
 from serving.engines import APP_DIR
 from serving.engines.uvicorn.protocols import protocol
 from serving.engines.uvicorn.workers import WorkerSupervisor
@@ -56,6 +56,7 @@ def config(settings: Settings, loop: str) -> uvicorn.Config:
         # TLS, checked by the settings (serving/tls.py); ALPN offers h2 with zttp's HTTP/2.
         ssl_certfile=settings.tls_certfile or None,
         ssl_keyfile=settings.tls_keyfile or None,
+        ssl_ciphers=tls.CIPHERS,
     )
 
 
