@@ -109,6 +109,9 @@ SETTINGS: tuple[SettingSpec, ...] = (
     SettingSpec("http2", bool, False,
                 "also answer cleartext HTTP/2 (h2c); uvicorn needs the zttp parser, gunicorn "
                 "answers it to trusted proxies only"),
+    SettingSpec("h2c_upgrade", bool, False,
+                "with WEBSERVER_HTTP2, also take HTTP/1.1's `Upgrade: h2c` (deprecated; a proxy "
+                "passing Upgrade for WebSockets would let a client smuggle HTTP/2 past it)"),
     SettingSpec("http3", bool, False,
                 "also answer HTTP/3: QUIC over UDP, on the number TCP listens on, advertised "
                 "by Alt-Svc (hypercorn, with TLS on)"),

@@ -260,3 +260,26 @@ def test_websocket_messages_past_the_cap_free_their_memory_and_close(
     assert closed_plain and closed_deflated
     assert grown < IDLE_GROWTH_KIB, f"grew {grown >> 10} MiB"
     assert httpx.get(f"{server.url}/health/", timeout=5).status_code == 200
+
+
+# -- HTTP/1.1's Upgrade to cleartext HTTP/2 --------------------------------------------
+
+H2C_UPGRADE = (b"Connection: Upgrade, HTTP2-Settings", b"Upgrade: h2c",
+               b"HTTP2-Settings: AAMAAABkAARAAAAAAAIAAAAA")
+
+
+def test_an_upgrade_to_h2c_is_served_as_http1(served: tuple[Served, str, bool]) -> None:
+    """RFC 9113 dropped the Upgrade: a proxy that passes `Upgrade` for WebSockets would
+    let a client switch to HTTP/2 behind it, out of the proxy's sight. gunicorn and
+    Hypercorn answered 101; it takes WEBSERVER_H2C_UPGRADE now."""
+    server, parser, _ = served
+    answer, _ = responses_until_closed(server.port, head("/health/", *H2C_UPGRADE), wait=1)
+    assert status(answer) == 200, answer[:200]
+
+
+@pytest.mark.parametrize("engine", list(loops.FEATURES["h2c_upgrade"].honoured_by))
+def test_an_upgrade_to_h2c_is_taken_when_asked(engine: str) -> None:
+    with running_server(["--engine", engine, "--http2", "--h2c-upgrade"]) as server:
+        port = int(server.url.rsplit(":", 1)[1])
+        answer, _ = responses_until_closed(port, head("/health/", *H2C_UPGRADE), wait=1)
+    assert status(answer) == 101, answer[:200]

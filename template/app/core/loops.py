@@ -529,6 +529,14 @@ FEATURES: dict[str, FeatureSpec] = {
                                           "(its forwarded_allow_ips)",
                               "hypercorn": "alpn_protocols h2 over TLS (its cleartext "
                                            "h2c is always on)"}, inactive=False),
+        FeatureSpec("h2c_upgrade", {"gunicorn": "http2_cleartext='both' (the upgrade "
+                                                "ignored when false)",
+                                    "hypercorn": "its own (ignored when false, "
+                                                 "serving/engines/hypercorn/protocols.py)"},
+                    {"uvicorn": "uvicorn serves a request asking to upgrade to h2c as "
+                                "HTTP/1.1",
+                     "granian": "granian serves a request asking to upgrade to h2c as "
+                                "HTTP/1.1"}, inactive=False),
         FeatureSpec("http3", {"hypercorn": "quic_bind on the same port (UDP), with its "
                                            "alt-svc header"},
                     {"uvicorn": "uvicorn has no HTTP/3",
@@ -549,8 +557,11 @@ def feature_refusal(engine: str, setting: str, value: object) -> str | None:
         if least is not None and isinstance(value, int) and value < least:
             return f"{env}={value} is refused: {why}."
         return None
-    shown = str(value).lower() if isinstance(value, bool) else value
+    def shown(given: object) -> object:
+        return str(given).lower() if isinstance(given, bool) else given
+
     return (
-        f"{env}={shown} cannot be honoured by {engine}: {spec.refused_because[engine]}; "
-        f"use {_one_of(list(spec.honoured_by))}, or set {env}={spec.inactive}."
+        f"{env}={shown(value)} cannot be honoured by {engine}: "
+        f"{spec.refused_because[engine]}; use {_one_of(list(spec.honoured_by))}, or set "
+        f"{env}={shown(spec.inactive)}."
     )

@@ -88,6 +88,7 @@ class GunicornLimits(ASGIProtocol):  # type: ignore[misc]
         self.fed = 0  # bytes received, and as many when it last began to wait idle
         self.fed_when_idle = -1
         self.max_head, self.head_timeout = head_limits()
+        self.h2c_upgrade = get_settings().h2c_upgrade
         self.head_timer: asyncio.TimerHandle | None = None
         self.head_bytes = 0
         self.in_body = False
@@ -144,6 +145,8 @@ class GunicornLimits(ASGIProtocol):  # type: ignore[misc]
         self.head_bytes = 0
         self.in_body = True
         self.stop_head_timer()
+        if not self.h2c_upgrade:  # served as HTTP/1.1, the Upgrade ignored
+            self._h2c_upgrade_ok = False
         return super()._on_headers_complete()
 
     def _on_message_complete(self) -> None:

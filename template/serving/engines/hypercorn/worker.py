@@ -28,7 +28,7 @@ from app.core.stopping import server_stopping
 from serving import drain
 from serving.engines.hypercorn.layers import HeadSizeLimit, HTTP2Off, UnreadBody
 from serving.engines.hypercorn.options import config
-from serving.engines.hypercorn.websockets import bound_websockets
+from serving.engines.hypercorn.protocols import bound_protocols
 from serving.served_app import create_served_app
 from serving.settings import Settings, get_settings
 from serving.websockets_off import WebSocketsOff
@@ -99,7 +99,7 @@ def serve(loop: str, supervisor: Connection) -> None:
         signal.signal(number, signal.SIG_DFL)
     settings = get_settings()
     served = config(settings)
-    bound_websockets()
+    bound_protocols(h2c_upgrade=settings.h2c_upgrade)
     sockets = listeners(settings)
     served.bind = [f"fd://{s.fileno()}" for s in sockets if s.type == socket.SOCK_STREAM]
     served.quic_bind = [f"fd://{s.fileno()}" for s in sockets if s.type == socket.SOCK_DGRAM]

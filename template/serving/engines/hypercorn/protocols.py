@@ -1,19 +1,25 @@
-"""Hypercorn's WebSockets, bounded as on the other engines (docs/security.md, "Hostile
+"""Hypercorn's protocols, bounded as the other engines are (docs/security.md, "Hostile
 clients").
 
-Hypercorn 0.18 has no option for any of these, so each worker swaps the WebSocket
-stream class its HTTP/1.1, HTTP/2 and HTTP/3 protocols build (docs/private-names.md):
+Hypercorn 0.18 has no option for any of these, so each worker swaps the classes its
+connections are built from (docs/private-names.md). Its WebSocket stream, built by
+the HTTP/1.1, HTTP/2 and HTTP/3 protocols:
 
 - a message past WEBSERVER_WS_MAX_MESSAGE_SIZE is refused before its data is kept
   (Hypercorn appended it first), what was kept of it is freed, and after the close
   (1009) the connection is closed too, not left to a client that never answers;
 - permessage-deflate is never negotiated: Hypercorn inflates without a bound (64 KB
   of zeros made 64 MB), and a cap on the inflated message would be checked after it.
+
+Its HTTP/1.1 protocol: `Upgrade: h2c` is ignored (the request served as HTTP/1.1, as
+granian and uvicorn do) unless WEBSERVER_H2C_UPGRADE; Hypercorn switched to HTTP/2
+even with HTTP/2 off.
 """
 
 from __future__ import annotations
 
 from hypercorn.protocol.events import StreamClosed
+import hypercorn.protocol
 from hypercorn.protocol import h2, h3, h11
 from hypercorn.protocol.ws_stream import FrameTooLargeError, WebsocketBuffer, WSStream
 from wsproto.events import CloseConnection, Event, Message
@@ -48,7 +54,17 @@ class BoundedWebSocket(WSStream):
             await self.send(StreamClosed(stream_id=self.stream_id))
 
 
-def bound_websockets() -> None:
-    """Have this worker's protocols build bounded WebSocket streams."""
+class NoH2CUpgrade(h11.H11Protocol):
+    async def _check_protocol(self, event: object) -> None:
+        for name, value in event.headers:  # type: ignore[attr-defined]
+            if name.lower() == b"upgrade" and value.strip().lower() == b"h2c":
+                return
+        await super()._check_protocol(event)  # type: ignore[arg-type]
+
+
+def bound_protocols(*, h2c_upgrade: bool) -> None:
+    """Have this worker's connections built from the bounded classes."""
     for module in PROTOCOL_MODULES:
         module.WSStream = BoundedWebSocket  # type: ignore[attr-defined, misc]
+    if not h2c_upgrade:
+        hypercorn.protocol.H11Protocol = NoH2CUpgrade  # type: ignore[misc]
