@@ -14,9 +14,13 @@ from collections.abc import Awaitable
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 PROBE_PATHS = frozenset({"/livez", "/readyz"})
-START = {"type": "http.response.start", "status": 200,
-         "headers": [(b"content-type", b"text/plain"), (b"content-length", b"2")]}
+HEADERS = [(b"content-type", b"text/plain"), (b"content-length", b"2")]
+START = {"type": "http.response.start", "status": 200, "headers": HEADERS}
+# A probe sent with a body is not read: the connection closes after the answer, or an
+# engine would read the body by its own framing and serve what follows it.
+CLOSING_START = {**START, "headers": [*HEADERS, (b"connection", b"close")]}
 BODY = {"type": "http.response.body", "body": b"ok"}
+BODY_HEADERS = frozenset((b"content-length", b"transfer-encoding"))
 
 
 class ProbeMiddleware:
@@ -26,10 +30,14 @@ class ProbeMiddleware:
     def __call__(self, scope: Scope, receive: Receive, send: Send) -> Awaitable[None]:
         # A plain function handing back the app's awaitable: no coroutine per request.
         if scope["type"] == "http" and scope["path"] in PROBE_PATHS:
-            return answer(send)
+            return answer(send, with_body(scope))
         return self.app(scope, receive, send)
 
 
-async def answer(send: Send) -> None:
-    await send(dict(START))
+def with_body(scope: Scope) -> bool:
+    return any(name in BODY_HEADERS for name, _ in scope["headers"])
+
+
+async def answer(send: Send, close: bool = False) -> None:
+    await send(dict(CLOSING_START if close else START))
     await send(dict(BODY))

@@ -101,11 +101,13 @@ def running_server(
     cwd: Path = PROJECT_DIR,
     timeout: float = 20.0,
     https_ca: str = "",
+    new_session: bool = False,
 ) -> Iterator[Server]:
     """`python -m app serve ARGS` (or `PROGRAM serve ARGS`) on 127.0.0.1 and a free port,
     its metrics listener on another (unless `env` names one); over HTTPS, trusting the
     certificate authority in the file `https_ca`, when given (the server's TLS settings
-    are the caller's)."""
+    are the caller's); in a process group of its own with `new_session`, as a terminal
+    starts it (a signal to the group reaches every worker)."""
     port = free_port()
     env = {"WEBSERVER_METRICS_PORT": str(free_port(besides=port)), **(env or {})}
     program = program or [*python, "-m", "app"]
@@ -118,7 +120,7 @@ def running_server(
         with log.open("wb") as sink:
             process = subprocess.Popen(
                 command, cwd=cwd, env={**os.environ, **env},
-                stdout=sink, stderr=subprocess.STDOUT,
+                stdout=sink, stderr=subprocess.STDOUT, start_new_session=new_session,
             )
         scheme = "https" if https_ca else "http"
         server = Server(f"{scheme}://127.0.0.1:{port}", process, log,

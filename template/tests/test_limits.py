@@ -27,7 +27,8 @@ from websockets.exceptions import ConnectionClosed, InvalidStatus
 from websockets.sync.client import connect
 
 from app.core import loops
-from app.middleware.request_limits import MAX_HEADERS, BodyBudget, RequestLimitsMiddleware
+from app.middleware.body_budget import BodyBudget
+from app.middleware.request_limits import MAX_HEADERS, RequestLimitsMiddleware
 from serving.setting_specs import BY_NAME
 from tests.server_process import running_server
 
@@ -499,33 +500,60 @@ def test_an_announced_body_that_stops_short_is_left_to_the_error_layer() -> None
     assert error is None and sent[0]["status"] == 400
 
 
-def test_a_body_past_the_workers_budget_gets_503_before_it_is_read() -> None:
-    """WEBSERVER_BODY_BUDGET: 100 bytes held by a request still reading its body; the
-    next announced body that would pass the budget is refused unread, one that fits is
-    not; a body alone is let in whatever its size, and every byte is given back."""
+def test_a_read_past_the_workers_budget_gets_503() -> None:
+    """WEBSERVER_BODY_BUDGET: 60 of 100 bytes held by another request; a body whose read
+    would pass the budget is refused at that read, one that fits is not, and each gives
+    back what it took."""
     budget = BodyBudget(100)
     budget.take(60)  # another request's body, held
-    sent, error = call(limited(reader(), budget=budget), [(b"content-length", b"50")],
-                       [b"a" * 50])
+    announced = [(b"content-length", b"50")]
+    sent, error = call(limited(reader(), budget=budget), announced, [b"a" * 25, b"a" * 25])
     assert error is None and sent[0]["status"] == 503
     assert (b"retry-after", b"1") in sent[0]["headers"]
+    assert budget.held == 60
     sent, error = call(limited(reader(), budget=budget), [(b"content-length", b"40")],
                        [b"a" * 40])
     assert error is None and sent[-1]["body"] == b"40"
-    budget.give_back(60)
-    sent, error = call(limited(reader(), budget=budget), [(b"content-length", b"500")],
-                       [b"a" * 500])
+    assert budget.held == 60
+
+
+@pytest.mark.parametrize("framing", ["announced", "chunked"])
+def test_a_body_alone_is_never_refused_for_the_budget(framing: str) -> None:
+    budget = BodyBudget(100)
+    headers = ([(b"content-length", b"500")] if framing == "announced"
+               else [(b"transfer-encoding", b"chunked")])
+    sent, error = call(limited(reader(), budget=budget), headers, [b"a" * 100] * 5)
     assert error is None and sent[-1]["body"] == b"500"
     assert budget.held == 0
 
 
-def test_a_chunked_body_is_taken_from_the_budget_as_it_is_read() -> None:
+def test_a_body_announced_but_not_sent_holds_nothing() -> None:
+    """Only bytes read count: a client announcing 1 MiB and sending none cannot fill
+    the budget."""
     budget = BodyBudget(100)
-    budget.take(60)
-    chunked = [(b"transfer-encoding", b"chunked")]
-    sent, error = call(limited(reader(), budget=budget), chunked, [b"a" * 30, b"a" * 30])
-    assert error is None and sent[0]["status"] == 503  # at the second read
-    assert budget.held == 60
+    seen: list[int] = []
+
+    async def app(scope: dict, receive: object, send: object) -> None:
+        seen.append(budget.held)
+        await reader()(scope, receive, send)
+
+    call(limited(app, budget=budget), [(b"content-length", b"1048576")], [b"a" * 10])
+    assert seen == [0]
+
+
+def test_the_budget_is_given_back_when_the_app_fails_or_the_client_is_slow() -> None:
+    budget = BodyBudget(100)
+
+    async def failing(scope: dict, receive: object, send: object) -> None:
+        await receive()  # type: ignore[operator]
+        raise RuntimeError("a route's bug")
+
+    sent, error = call(limited(failing, budget=budget), [(b"content-length", b"20")],
+                       [b"a" * 10, b"a" * 10])
+    assert isinstance(error, RuntimeError) and budget.held == 0
+    sent, error = call(limited(reader(), timeout=0.2, budget=budget),
+                       [(b"content-length", b"20")], [b"a" * 10, 0.4, b"a" * 10])
+    assert error is None and sent[0]["status"] == 408 and budget.held == 0
 
 
 def test_a_body_framed_by_length_and_chunked_gets_400_unread() -> None:

@@ -5,11 +5,14 @@
   and the server exits within 3 s, with no traceback and no ERROR line;
 - SIGHUP under saturating load replaces the workers with the code on disk and loses no
   request; a version that fails to load is refused and the old workers go on serving;
-- recycling every 50 requests under load loses no request.
+- recycling every 50 requests under load loses no request;
+- Ctrl-C in a terminal (SIGINT to the launcher and every worker) stops each engine on
+  each loop, and the dev server, with no traceback.
 """
 
 from __future__ import annotations
 
+import os
 import shutil
 import signal
 import socket
@@ -366,3 +369,36 @@ def test_two_sighups_in_a_row_leave_as_many_workers_as_before(engine: str) -> No
         output = server.output()
     assert len(before) == 2
     assert done, output[-3000:]
+
+
+# Each engine on each loop it takes here, as `make serve ENGINE=... LOOP=...` runs it.
+CTRL_C_ROWS = [(engine, loop) for engine in loops.ENGINES
+               for loop in loops.engine_loops(engine, loops.python_version())
+               if loop != loops.AUTO and loops.is_installed(loop)]
+
+
+def interrupted(args: list[str]) -> tuple[str, int | None]:
+    """The server's output after Ctrl-C, as a terminal sends it (SIGINT to the process
+    group), and its exit code (None: still running after 20 s)."""
+    with running_server(args, new_session=True) as server:
+        os.killpg(server.process.pid, signal.SIGINT)
+        try:
+            code: int | None = server.process.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            code = None
+        return server.output(), code
+
+
+@pytest.mark.parametrize(("engine", "loop"), CTRL_C_ROWS,
+                         ids=[f"{engine}-{loop}" for engine, loop in CTRL_C_ROWS])
+def test_ctrl_c_stops_every_worker_quietly(engine: str, loop: str) -> None:
+    output, code = interrupted(["--engine", engine, "--loop", loop])
+    assert code is not None, output[-2000:]
+    assert "Traceback" not in output, output[-3000:]
+
+
+@pytest.mark.parametrize("engine", loops.ENGINES)
+def test_ctrl_c_stops_the_dev_server_quietly(engine: str) -> None:
+    output, code = interrupted(["--engine", engine, "--reload"])
+    assert code is not None, output[-2000:]
+    assert "Traceback" not in output, output[-3000:]

@@ -105,9 +105,11 @@ class AllowedHostsMiddleware:
 
 
 async def refuse_host(send: Send) -> None:
+    # Closed after: its body, if any, is not read (an engine would frame it and serve
+    # what follows), and a client naming a forged host gets no second request.
     await send({"type": "http.response.start", "status": 400, "headers": [
         (b"content-type", b"text/plain; charset=utf-8"),
-        (b"content-length", str(len(REFUSAL)).encode())]})
+        (b"content-length", str(len(REFUSAL)).encode()), (b"connection", b"close")]})
     await send({"type": "http.response.body", "body": REFUSAL})
 
 

@@ -62,6 +62,7 @@ from serving.open_streams import (
 )
 from serving.probes import PROBE_PATHS, ProbeMiddleware
 from serving.probes import answer as answer_probe
+from serving.probes import with_body as probe_with_body
 
 # The request headers the one scan below looks at.
 NOTED = frozenset({b"host", *BODY_HEADERS, REQUEST_ID, *FORWARDED_HEADERS})
@@ -135,7 +136,7 @@ class FusedLayers:
             await self.other(scope, receive, send)
             return
         if scope["path"] in self.probe_paths:
-            await answer_probe(send)
+            await answer_probe(send, probe_with_body(scope))
             return
         task = None
         if self.streams is not None:
@@ -208,7 +209,7 @@ class FusedLayers:
                     await self.app(scope, receive, send_out)
                 elif len(headers) > MAX_HEADERS:
                     await answer(send_out, TOO_MANY_HEADERS)
-                elif body or scope["http_version"] in MULTIPLEXED:  # RequestLimitsMiddleware's
+                elif body or scope["http_version"] in MULTIPLEXED:  # the limits' own part
                     await limits.with_body(scope, receive, send_out)
                 else:
                     await self.app(scope, receive, send_out)

@@ -26,11 +26,11 @@ granian 500 with a traceback). Here, before any route and whatever the route:
   by its length);
 - over HTTP/2 and HTTP/3, a head over WEBSERVER_MAX_HEADER_SIZE: 431, as over HTTP/1.1
   (uvicorn's zttp applied no limit there);
-- a body that would take the bytes of bodies the worker holds at once past
-  WEBSERVER_BODY_BUDGET: 503 with `Retry-After`. Announced, before a byte is read;
-  chunked, at the read that passes it. A request's bytes count until its app call
-  returns. A body alone is admitted whatever its size (up to its own limit), so a
-  route allowed more than the budget still works, one such body at a time.
+- a body whose read would take the bytes of bodies the worker holds at once past
+  WEBSERVER_BODY_BUDGET (app/middleware/body_budget.py): 503 with `Retry-After`, at
+  that read. Each read counts as it arrives (a body announced but not sent holds
+  nothing), until the request's app call returns. A body alone is never refused for
+  the budget, so a route allowed more than the budget still works, one at a time.
 
 Each answer closes the connection (`Connection: close`): the rest of the body is never
 read. Refusals raised while a route reads the body are HTTPExceptions, so FastAPI's
@@ -51,13 +51,14 @@ from starlette.exceptions import HTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from app.core.body_limits import BodyLimit
+from app.middleware.body_budget import BodyBudget
 from serving.settings import get_settings
 
 MAX_HEADERS = 100  # granian's (hyper's), zttp's and gunicorn's own cap, not a setting
 BODY_HEADERS = frozenset((b"content-length", b"transfer-encoding"))
 MULTIPLEXED = frozenset(("2", "3"))  # http_version of HTTP/2 and /3: a body may be silent
 CLOSE = {"Connection": "close"}
-RETRY_AFTER_SECONDS = 1  # the budget frees as requests end: most in well under a second
+RETRY_AFTER = {"Retry-After": "1"}  # the budget frees as requests end, most within a second
 NOT_A_BYTE = -1  # a limit that refuses the first read
 CRLF = COLON_SPACE = 2
 
@@ -65,11 +66,10 @@ CRLF = COLON_SPACE = 2
 class Refusal(HTTPException):
     """A request refused for what it sent; the connection is closed after the answer."""
 
-    def __init__(self, status_code: int, detail: str) -> None:
-        headers = CLOSE
-        if status_code == 503:
-            headers = {**CLOSE, "Retry-After": str(RETRY_AFTER_SECONDS)}
-        super().__init__(status_code=status_code, detail=detail, headers=headers)
+    def __init__(self, status_code: int, detail: str,
+                 headers: dict[str, str] | None = None) -> None:
+        super().__init__(status_code=status_code, detail=detail,
+                         headers={**CLOSE, **(headers or {})})
 
     def body(self) -> bytes:
         return b'{"detail":"%s"}' % self.detail.encode()
@@ -80,8 +80,7 @@ TOO_LARGE = Refusal(413, "Content Too Large")
 TOO_SLOW = Refusal(408, "Request Timeout")
 INCOMPLETE = Refusal(400, "Incomplete request body")
 AMBIGUOUS = Refusal(400, "Both Content-Length and Transfer-Encoding")
-HEAD_TOO_LARGE = Refusal(431, "Request Header Fields Too Large")
-BUSY = Refusal(503, "Too many request bodies at once: retry")
+BUSY = Refusal(503, "Too many request bodies at once: retry", RETRY_AFTER)
 
 
 def head_size(scope: Scope) -> int:
@@ -95,44 +94,9 @@ def head_size(scope: Scope) -> int:
     return size
 
 
-class BodyBudget:
-    """The bytes of request bodies one worker holds at once (WEBSERVER_BODY_BUDGET).
-
-    One per worker process: every request of the worker runs on its one event loop
-    thread, so the counts need no lock."""
-
-    __slots__ = ("held", "limit")
-
-    def __init__(self, limit: int | None) -> None:
-        self.limit = limit
-        self.held = 0
-
-    def take(self, size: int) -> bool:
-        """Count `size` more bytes held, unless that passes the budget while other
-        bodies are held (a body alone is always let in)."""
-        if self.limit is not None and self.held and self.held + size > self.limit:
-            return False
-        self.held += size
-        return True
-
-    def give_back(self, size: int) -> None:
-        self.held -= size
-
-
-BUDGETS: dict[int | None, BodyBudget] = {}
-
-
-def body_budget(limit: int | None) -> BodyBudget:
-    """The worker's budget: one, whichever layers count against it."""
-    budget = BUDGETS.get(limit)
-    if budget is None:
-        budget = BUDGETS[limit] = BodyBudget(limit)
-    return budget
-
-
 def refusal(kind: Refusal) -> Refusal:
     """A fresh exception (a raised one keeps its traceback)."""
-    return Refusal(kind.status_code, kind.detail)
+    return Refusal(kind.status_code, kind.detail, kind.headers)
 
 
 async def answer(send: Send, kind: Refusal) -> None:
@@ -152,7 +116,7 @@ class RequestLimitsMiddleware:
         self.max_body: int | None = settings.max_body_size or None
         self.timeout: float | None = settings.body_timeout or None
         self.max_head = settings.max_header_size
-        self.budget = body_budget(settings.body_budget or None)
+        self.budget = BodyBudget(settings.body_budget or None)
         # Older projects' custom.py has no BODY_LIMITS (app/core/body_limits.py).
         self.routes: tuple[BodyLimit, ...] = tuple(getattr(custom, "BODY_LIMITS", ()))
 
@@ -186,7 +150,7 @@ class RequestLimitsMiddleware:
     def with_body(self, scope: Scope, receive: Receive, send: Send) -> Awaitable[None]:
         """A request that has or may have a body (and, over HTTP/2 and /3, any)."""
         if scope["http_version"] in MULTIPLEXED and head_size(scope) > self.max_head:
-            return answer(send, HEAD_TOO_LARGE)  # HTTP/1.1's is the engine's
+            return answer(send, TOO_MANY_HEADERS)  # the same 431; HTTP/1.1's is the engine's
         max_body, timeout = self.limits(scope)
         length = None
         chunked = False
@@ -205,25 +169,18 @@ class RequestLimitsMiddleware:
             if size is not None:
                 if max_body is not None and size > max_body:
                     return answer(send, TOO_LARGE)  # not a byte of it read
-                if size == 0:
-                    return self.app(scope, receive, send)
-                if not self.budget.take(size):
-                    return answer(send, BUSY)  # not a byte of it read
-                return self.guarded(scope, receive, send, None, timeout, chunked=False,
-                                    held=size)
+                if size == 0 or (timeout is None and self.budget.limit is None):
+                    return self.app(scope, receive, send)  # the engine keeps to the length
+                return self.guarded(scope, receive, send, None, timeout, chunked=False)
         return self.guarded(scope, receive, send, max_body, timeout, chunked=chunked)
 
     def counted(self, receive: Receive, limit: int | None, timeout: float | None,
-                chunked: bool, budget: BodyBudget | None) -> Body:
-        return Body(receive, limit, timeout, chunked, budget)
+                chunked: bool) -> Body:
+        return Body(receive, limit, timeout, chunked, self.budget)
 
     async def guarded(self, scope: Scope, receive: Receive, send: Send, limit: int | None,
-                      timeout: float | None, *, chunked: bool, held: int = 0) -> None:
-        """The app, with the body counted (`held`: bytes already taken from the budget
-        for an announced body; else each read is taken as it comes)."""
-        body = self.counted(receive, limit, timeout, chunked,
-                            None if held else self.budget)
-        body.held = held
+                      timeout: float | None, *, chunked: bool) -> None:
+        body = self.counted(receive, limit, timeout, chunked)
         started = False
 
         def watched(message: Message) -> Awaitable[None]:
@@ -241,7 +198,7 @@ class RequestLimitsMiddleware:
             await answer(send, error)
         finally:
             body.finish()  # a body the app did not read to its end is no longer timed
-            self.budget.give_back(body.held)  # the app holds none of it now
+            body.give_back()  # the app holds none of it now
 
 
 class BodySizeBeforeYoursMiddleware(RequestLimitsMiddleware):
@@ -275,7 +232,7 @@ class BodySizeBeforeYoursMiddleware(RequestLimitsMiddleware):
         return self.guarded(scope, receive, send, max_body, None, chunked=False)
 
     def counted(self, receive: Receive, limit: int | None, timeout: float | None,
-                chunked: bool, budget: BodyBudget | None) -> Body:
+                chunked: bool) -> Body:
         # No budget here: the layer inside yours counts the same bytes once.
         return BodyPastTheLimit(receive, limit, timeout, chunked, None)
 
@@ -295,8 +252,8 @@ class Body:
                  chunked: bool, budget: BodyBudget | None = None) -> None:
         self.upstream = receive
         self.limit = limit
-        self.budget = budget  # each read taken from it, when the body was not announced
-        self.held = 0  # bytes taken from the worker's budget for this body
+        self.budget = budget  # the worker's, each read taken from it
+        self.held = 0  # bytes taken from it for this body
         self.left = timeout  # seconds of waiting still allowed; None: not timed
         self.chunked = chunked
         self.read = 0
@@ -370,7 +327,7 @@ class Body:
                     self.finish()
                     raise refusal(TOO_LARGE)
             if self.budget is not None and (size := len(message.get("body", b""))):
-                if not self.budget.take(size):
+                if not self.budget.take(size, own=self.held):
                     self.finish()
                     raise refusal(BUSY)
                 self.held += size
@@ -381,6 +338,11 @@ class Body:
             if self.chunked:
                 raise refusal(INCOMPLETE)
         return message
+
+    def give_back(self) -> None:
+        if self.budget is not None:
+            self.budget.give_back(self.held)
+            self.held = 0
 
     def finish(self) -> None:
         self.done = True

@@ -6,8 +6,8 @@ connections are built from (docs/private-names.md). Its WebSocket stream, built 
 the HTTP/1.1, HTTP/2 and HTTP/3 protocols:
 
 - a message past WEBSERVER_WS_MAX_MESSAGE_SIZE is refused before its data is kept
-  (Hypercorn appended it first), what was kept of it is freed, and after the close
-  (1009) the connection is closed too, not left to a client that never answers;
+  (Hypercorn appended it first), what was kept of it is freed, and over HTTP/1.1 the
+  connection is closed after the close (1009), not left to a client that never answers;
 - permessage-deflate is never negotiated: Hypercorn inflates without a bound (64 KB
   of zeros made 64 MB), and a cap on the inflated message would be checked after it.
 
@@ -18,9 +18,9 @@ even with HTTP/2 off.
 
 from __future__ import annotations
 
-from hypercorn.protocol.events import StreamClosed
 import hypercorn.protocol
 from hypercorn.protocol import h2, h3, h11
+from hypercorn.protocol.events import StreamClosed
 from hypercorn.protocol.ws_stream import FrameTooLargeError, WebsocketBuffer, WSStream
 from wsproto.events import CloseConnection, Event, Message
 from wsproto.frame_protocol import CloseReason
@@ -49,8 +49,11 @@ class BoundedWebSocket(WSStream):
 
     async def _send_wsproto_event(self, event: Event) -> None:
         await super()._send_wsproto_event(event)
-        if isinstance(event, CloseConnection) and event.code == CloseReason.MESSAGE_TOO_BIG:
-            # The rest of the message would be read into wsproto's buffer: close.
+        if (isinstance(event, CloseConnection) and event.code == CloseReason.MESSAGE_TOO_BIG
+                and self.scope["http_version"] == "1.1"):
+            # The rest of the message would be read into wsproto's buffer: close the
+            # connection. Over HTTP/2 and /3 it is shared: each message over the cap is
+            # freed as it comes, and the client ends the stream.
             await self.send(StreamClosed(stream_id=self.stream_id))
 
 

@@ -99,7 +99,7 @@ def serve(loop: str, supervisor: Connection) -> None:
         signal.signal(number, signal.SIG_DFL)
     settings = get_settings()
     served = config(settings)
-    bound_protocols(h2c_upgrade=settings.h2c_upgrade)
+    bound_protocols(h2c_upgrade=settings.http2 and settings.h2c_upgrade)
     sockets = listeners(settings)
     served.bind = [f"fd://{s.fileno()}" for s in sockets if s.type == socket.SOCK_STREAM]
     served.quic_bind = [f"fd://{s.fileno()}" for s in sockets if s.type == socket.SOCK_DGRAM]

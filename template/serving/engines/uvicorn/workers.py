@@ -61,7 +61,10 @@ class WorkerProcess(Process):
                 signal.signal(number, signal.default_int_handler
                               if number == signal.SIGINT else signal.SIG_DFL)
         forget_your_modules()  # your app/custom.py read from disk, as a spawned worker does
-        self.target(sockets=sockets)  # uvicorn's worker: its health-check thread, its server
+        # Ctrl-C reaches every worker of the terminal's process group: uvicorn stops on
+        # it, then asyncio's runner raises KeyboardInterrupt, a traceback per worker.
+        with contextlib.suppress(KeyboardInterrupt):
+            self.target(sockets=sockets)  # uvicorn's worker: its health-check thread, its server
 
     @property
     def server(self) -> uvicorn.Server:
