@@ -53,6 +53,7 @@ SLOW_PARTS = {
     "settings": ["tests/test_tuning.py"],
     "drain-reload": ["tests/test_drain.py", "tests/test_dev_reload.py"],
     "limits": ["tests/test_limits.py"],
+    "hostile": ["tests/test_hostile_clients.py"],
     "observability": ["tests/test_metrics.py", "tests/test_tracing.py"],
     "restarts": ["tests/test_restarts.py"],
 }
