@@ -13,6 +13,7 @@ import json
 import subprocess
 import sys
 import time
+import urllib.error
 import urllib.request
 from pathlib import Path
 
@@ -105,6 +106,9 @@ def test_image_builds_serves_and_drains(copie, answer_set: str) -> None:
         served = detail(container.url)
         assert (served["engine"], served["loop"]) == (engine, baked_loop)
         assert served["loop_class"].startswith(loops.LOOPS[baked_loop].module + ".")
+        with pytest.raises(urllib.error.HTTPError) as no_docs:  # the image has no .env
+            urllib.request.urlopen(f"{container.url}/docs", timeout=5)
+        assert no_docs.value.code == 404
         assert served["python"].startswith(answers["python_version"] + ".")
         uid = container.exec("sh", "-c", "grep '^Uid:' /proc/1/status").stdout.split()
         assert uid[1] not in ("", "0"), uid  # PID 1, the launcher, is not root

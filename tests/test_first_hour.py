@@ -181,6 +181,8 @@ def test_the_readme_quick_start_works_as_written(tmp_path: Path, ref: str | None
             assert result.returncode == 0, f"{line}\n{result.stdout[-4000:]}{result.stderr[-4000:]}"
             if argv[0] == "curl":
                 assert json.loads(result.stdout) == expected_answer(line), line
+        # Development serves FastAPI's docs (.env): a FastAPI user's first click.
+        assert answers(f"http://127.0.0.1:{port}/docs"), log.read_text()[-2000:]
         # A second service beside the first needs only PORT: its metrics listener
         # follows (PORT + 1464) instead of clashing on the first one's 9464.
         second_port = server_process.free_port()

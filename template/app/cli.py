@@ -10,7 +10,13 @@ from typer.core import TyperGroup
 
 from app.core import loops, matrix_markdown, tracing
 from serving.setting_specs import SETTINGS, SettingSpec
-from serving.settings import PROJECT_SLUG, SettingsError, load_settings, unknown_settings
+from serving.settings import (
+    PROJECT_SLUG,
+    SettingsError,
+    env_file,
+    load_settings,
+    unknown_settings,
+)
 
 cli = typer.Typer(
     name=PROJECT_SLUG,
@@ -33,7 +39,7 @@ def serve(**flags: object) -> None:
         settings = load_settings(**flags)
     except SettingsError as error:
         refuse(str(error))
-    for note in unknown_settings()[1]:
+    for note in unknown_settings(env_file())[1]:
         typer.echo(f"Note: {note}.", err=True)
     if reason := tracing.refusal():  # the OTEL_* variables (docs/observability.md)
         refuse(reason)

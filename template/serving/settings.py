@@ -39,6 +39,9 @@ from serving.setting_specs import BY_NAME, ENV_PREFIX, SETTINGS, SettingSpec
 
 __all__ = ["ENV_PREFIX", "PROJECT_NAME", "PROJECT_SLUG", "Settings", "get_settings"]
 ENV_FILE = ".env"
+# Names another file of local overrides, or none when empty: the project's tests empty
+# it, so a developer's `.env` never reaches them (tests/conftest.py).
+ENV_FILE_VARIABLE = f"{ENV_PREFIX}ENV_FILE"
 # Names a template release renamed (`copier update` renames them inside .env; a name
 # set anywhere else, such as a container's environment, is refused with its new name).
 RENAMED_SETTINGS = {
@@ -221,6 +224,11 @@ def setting_names() -> list[str]:
     return [spec.env for spec in SETTINGS]
 
 
+def env_file() -> str | None:
+    """The file of local overrides: `.env`, another WEBSERVER_ENV_FILE names, or None."""
+    return os.environ.get(ENV_FILE_VARIABLE, ENV_FILE) or None
+
+
 @dataclass(frozen=True)
 class _Prefix:
     """One family of settings read from the environment and `.env`."""
@@ -267,7 +275,8 @@ def _app_prefix() -> _Prefix | None:
 
 
 def _prefixes() -> list[_Prefix]:
-    ours = _Prefix(ENV_PREFIX, tuple(setting_names()), None, "see .env.example")
+    ours = _Prefix(ENV_PREFIX, (*setting_names(), ENV_FILE_VARIABLE), None,
+                   "see .env.example")
     app = _app_prefix()
     return [ours, app] if app else [ours]
 
@@ -297,12 +306,12 @@ def unknown_name_refusal(name: str, source: str, family: _Prefix | None = None, 
     return f"{name} (in {source}) is not a setting of this service; {hint}"
 
 
-def unknown_settings(env_file: str | Path = ENV_FILE) -> tuple[str | None, list[str]]:
+def unknown_settings(env_file: str | Path | None = ENV_FILE) -> tuple[str | None, list[str]]:
     """A misspelled or renamed WEBSERVER_* or APP_* name would be ignored silently:
     (the sentence refusing the first one, the notes on APP_* names that resemble none
     of AppSettings' and are ignored)."""
     given = [(name, "the environment") for name in os.environ]
-    if Path(env_file).is_file():
+    if env_file and Path(env_file).is_file():
         given += [(name, str(env_file)) for name in dotenv_values(env_file)]
     families = _prefixes()
     notes = []
@@ -319,7 +328,7 @@ def unknown_settings(env_file: str | Path = ENV_FILE) -> tuple[str | None, list[
     return None, notes
 
 
-def unknown_settings_refusal(env_file: str | Path = ENV_FILE) -> str | None:
+def unknown_settings_refusal(env_file: str | Path | None = ENV_FILE) -> str | None:
     return unknown_settings(env_file)[0]
 
 
@@ -340,7 +349,7 @@ _NOT_REGULAR = ((stat.S_ISFIFO, "a named pipe"), (stat.S_ISSOCK, "a socket"),
                 (stat.S_ISCHR, "a device"), (stat.S_ISBLK, "a device"))
 
 
-def env_file_refusal(env_file: str | Path = ENV_FILE) -> str | None:
+def env_file_refusal(env_file: str | Path | None = ENV_FILE) -> str | None:
     """Why `.env` cannot be read as settings, or None (also when there is none).
 
     python-dotenv and pydantic-settings pass over a `.env` that is a directory, a
@@ -349,6 +358,8 @@ def env_file_refusal(env_file: str | Path = ENV_FILE) -> str | None:
     there would be lost, or the start a page of traceback. This reads the file once,
     changes nothing, and says what is wrong with it in one sentence.
     """
+    if not env_file:
+        return None
     path = Path(env_file)
     if not os.path.lexists(path):
         return None
@@ -385,16 +396,18 @@ def env_file_refusal(env_file: str | Path = ENV_FILE) -> str | None:
 
 def load_settings(**overrides: object) -> Settings:
     """Settings with command-line overrides on top; SettingsError when one cannot work."""
-    reason = env_file_refusal() or unknown_settings_refusal() or app_settings_refusal()
+    local = env_file()
+    reason = (env_file_refusal(local) or unknown_settings_refusal(local)
+              or app_settings_refusal())
     if reason:
         raise SettingsError(reason)
     given = {key: value for key, value in overrides.items() if value is not None}
     try:
-        return Settings(**given)
+        return Settings(**given, _env_file=local)
     except ValidationError as error:
         raise SettingsError(describe(error)) from None
 
 
 @lru_cache
 def get_settings() -> Settings:
-    return Settings()
+    return Settings(_env_file=env_file())

@@ -6,6 +6,12 @@ TestClient names the host `testserver`, which WEBSERVER_ALLOWED_HOSTS refuses wi
 like any host it does not list. It is added here, before any test module is imported,
 so `TestClient(create_app())` works as FastAPI's docs write it, also at module level.
 The servers the tests boot inherit it; the allowed-hosts tests set their own value.
+
+The tests read neither your `.env` nor the WEBSERVER_* variables of the shell they run
+in: each starts from the project's declared settings (its answers and the defaults),
+and a test about a setting sets it itself. So CORS origins in your `.env`, or a
+`WEBSERVER_ENGINE` exported in your shell, change what `make serve` does, not what the
+tests check.
 """
 
 from __future__ import annotations
@@ -14,20 +20,20 @@ import os
 from collections.abc import Iterator
 
 import pytest
-from dotenv import dotenv_values
 from fastapi.testclient import TestClient
 
-from serving.setting_specs import BY_NAME
-from serving.settings import ENV_FILE
+from serving.setting_specs import BY_NAME, ENV_PREFIX
+from serving.settings import ENV_FILE_VARIABLE
 
 TEST_CLIENT_HOST = "testserver"
 
+# Before any test module imports the settings: the servers the tests boot inherit this.
+for _name in [name for name in os.environ if name.upper().startswith(ENV_PREFIX)]:
+    del os.environ[_name]
+os.environ[ENV_FILE_VARIABLE] = ""  # no `.env`
+
 _allowed = BY_NAME["allowed_hosts"]
-# The value the app would read: the environment's, else .env's, else the default.
-_hosts = (os.environ.get(_allowed.env) or dotenv_values(ENV_FILE).get(_allowed.env)
-          or str(_allowed.default))
-if _hosts.strip() != "*" and TEST_CLIENT_HOST not in _hosts.split(","):
-    os.environ[_allowed.env] = f"{_hosts},{TEST_CLIENT_HOST}"
+os.environ[_allowed.env] = f"{_allowed.default},{TEST_CLIENT_HOST}"
 
 
 DEMO_ROUTES_GONE = ("the app no longer serves the template's demo routes (/demo/...), which "

@@ -362,7 +362,8 @@ def test_a_bad_env_file_stops_serve_with_one_sentence_naming_it(
     if make is _unreadable and os.geteuid() == 0:
         preexec = _read_by_mode_even_as_root
     command = [sys.executable, "-m", "app", "serve", "--port", str(free_port())]
-    environment = {**os.environ, **WORKING_SETTINGS, "PYTHONPATH": str(PROJECT_DIR)}
+    environment = {**os.environ, **WORKING_SETTINGS, "PYTHONPATH": str(PROJECT_DIR),
+                   config.ENV_FILE_VARIABLE: config.ENV_FILE}  # this test is about .env
     try:
         result = subprocess.run(command, cwd=project, env=environment, capture_output=True,
                                 text=True, timeout=20, preexec_fn=preexec)
