@@ -66,6 +66,9 @@ CONFLICT_MARKERS = ("<<<<<<< ", ">>>>>>> ")
 # Before 0.4.0 the user's router and middleware were registered in the template's own
 # app/main.py and app/middleware/__init__.py, lines later releases change too.
 EXTENSION_POINTS = Version("0.4.0")
+# Up to this release .env held the answers; its migration writes .env anew from the
+# template's (migrations/env_answers_to_defaults.py). From it on, no update writes .env.
+ENV_REWRITTEN_BEFORE = Version("0.4.0")
 KNOWN_CONFLICTS = ["app/main.py", "app/middleware/__init__.py"]
 ROUTER = '''from fastapi import APIRouter
 
@@ -186,6 +189,7 @@ def test_update_keeps_user_work_and_serves_the_changed_answer(
     env.write_text("\n".join(
         line for line in env.read_text().splitlines() if not line.startswith("WEBSERVER_PORT=")
     ) + f"\nWEBSERVER_PORT=9100\n{user_proxy}\n{user_setting}\n")
+    written_env = env.read_text()
 
     data = [arg for key, value in change.items() for arg in ("--data", f"{key}={value}")]
     update = subprocess.run(
@@ -230,9 +234,14 @@ def test_update_keeps_user_work_and_serves_the_changed_answer(
         '    "pydantic-settings>=2.6",\n',
         f'    "pydantic-settings>=2.6",\n    "{USER_DEPENDENCY}",\n')
     assert got["pyproject.toml"] == pyproject
-    # .env: the template's header and the user's values only (the answers are defaults).
-    assert got[".env"] == (
-        want[".env"] + f"WEBSERVER_PORT=9100\n{new_name}=10.0.0.0/8\n{user_setting}\n")
+    # .env: the user's values only (the answers are defaults), under the template's header
+    # where the migration wrote it anew, else as the user left it (a renamed setting
+    # renamed).
+    if release_version(source) < ENV_REWRITTEN_BEFORE:
+        assert got[".env"] == (
+            want[".env"] + f"WEBSERVER_PORT=9100\n{new_name}=10.0.0.0/8\n{user_setting}\n")
+    else:
+        assert got[".env"] == written_env.replace(user_proxy, f"{new_name}=10.0.0.0/8")
     recorded = yaml.safe_load(got[".copier-answers.yml"])
     assert {key: recorded.get(key) for key in answers} == {**answers, **change}
 
