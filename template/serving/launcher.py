@@ -23,7 +23,7 @@ def startup_line(settings: Settings, loop: str) -> str:
     workers = f"{settings.workers} worker{'s' if settings.workers != 1 else ''}"
     reload = ", reload" if settings.reload else ""
     http2 = ", HTTP/2" if settings.http2 else ""
-    docs = ", API docs on /docs" if settings.api_docs else ""
+    docs = ", API docs" if settings.api_docs else ""
     python = platform.python_version()
     return (
         f"Starting {PROJECT_SLUG} web server ({settings.engine} on {loop}, "

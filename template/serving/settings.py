@@ -63,7 +63,9 @@ _Declared: type[BaseSettings] = create_model(  # type: ignore[call-overload]
 
 
 class Settings(_Declared):  # type: ignore[misc, valid-type]
-    model_config = SettingsConfigDict(env_prefix=ENV_PREFIX, env_file=ENV_FILE, extra="ignore")
+    # The file is given where Settings are made (env_file()): WEBSERVER_ENV_FILE may name
+    # another, or none.
+    model_config = SettingsConfigDict(env_prefix=ENV_PREFIX, env_file=None, extra="ignore")
 
     @model_validator(mode="after")
     def _engine_can_honour_every_setting(self) -> Settings:
@@ -397,6 +399,10 @@ def env_file_refusal(env_file: str | Path | None = ENV_FILE) -> str | None:
 def load_settings(**overrides: object) -> Settings:
     """Settings with command-line overrides on top; SettingsError when one cannot work."""
     local = env_file()
+    named = os.environ.get(ENV_FILE_VARIABLE)
+    if named and not os.path.lexists(named):
+        raise SettingsError(f"{ENV_FILE_VARIABLE}={named} names no file: create it, or unset "
+                            f"{ENV_FILE_VARIABLE} to read .env (empty: no file).")
     reason = (env_file_refusal(local) or unknown_settings_refusal(local)
               or app_settings_refusal())
     if reason:

@@ -7,9 +7,10 @@ like any host it does not list. It is added here, before any test module is impo
 so `TestClient(create_app())` works as FastAPI's docs write it, also at module level.
 The servers the tests boot inherit it; the allowed-hosts tests set their own value.
 
-The tests read neither your `.env` nor the WEBSERVER_* variables of the shell they run
-in: each starts from the project's declared settings (its answers and the defaults),
-and a test about a setting sets it itself. So CORS origins in your `.env`, or a
+The tests read neither the WEBSERVER_* settings of your `.env` nor those of the shell
+they run in: each starts from the project's declared settings (its answers and the
+defaults), and a test about a setting sets it itself (your AppSettings read `.env` as
+you declared them). So CORS origins in your `.env`, or a
 `WEBSERVER_ENGINE` exported in your shell, change what `make serve` does, not what the
 tests check.
 """

@@ -409,6 +409,26 @@ def test_every_setting_appears_wherever_it_must() -> None:
         assert f"| `{spec.env}` |" in readme, spec.env
 
 
+# -- which file of local overrides (WEBSERVER_ENV_FILE) ---------------------------------
+
+def test_the_env_file_is_dot_env_another_named_or_none(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("WEBSERVER_WORKERS", raising=False)
+    (tmp_path / ".env").write_text("WEBSERVER_WORKERS=3\n")
+    (tmp_path / "staging.env").write_text("WEBSERVER_WORKERS=5\n")
+    default = BY_NAME["workers"].default_for(config.ANSWERS)
+    for named, workers in ((None, 3), ("staging.env", 5), ("", default)):
+        if named is None:
+            monkeypatch.delenv(config.ENV_FILE_VARIABLE, raising=False)
+        else:
+            monkeypatch.setenv(config.ENV_FILE_VARIABLE, named)
+        assert config.load_settings().workers == workers, named
+    monkeypatch.setenv(config.ENV_FILE_VARIABLE, "stagng.env")
+    with pytest.raises(config.SettingsError, match=r"WEBSERVER_ENV_FILE=stagng\.env names no file"):
+        config.load_settings()
+
+
 # -- the settings against the container's memory (serving/memory.py) -------------------
 
 def test_the_cgroups_memory_limit_is_read_in_mib(tmp_path: Path) -> None:

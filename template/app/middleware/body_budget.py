@@ -6,8 +6,8 @@ engine. The body limits layer (request_limits.py) takes each read from the budge
 it arrives and gives the request's bytes back when its app call returns; a read that
 would pass the budget is refused (503) unless its body is the only one held.
 
-Per layer instance, so per worker: every request of a worker runs on its one event
-loop thread, so the counts need no lock.
+One per app, so one per worker: every request of a worker runs on its one event loop
+thread, so the counts need no lock.
 """
 
 from __future__ import annotations

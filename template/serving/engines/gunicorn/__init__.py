@@ -82,14 +82,18 @@ def options(settings: Settings, loop: str) -> dict[str, object]:
         "keyfile": settings.tls_keyfile or None,
         "ciphers": tls.CIPHERS,
         "http2_cleartext": "both" if settings.http2 else "off",
-        # Over HTTP/2 its per-field limit resets the stream; 0 lets the app's layer answer
-        # 431 for the head's size as on the other engines (its header list stays bounded
-        # by http2_max_header_list_size). HTTP/1 heads are bounded by the worker (worker.py).
-        "limit_request_field_size": 0,
+        # Over HTTP/2 its per-field limit resets the stream: as large as the header list,
+        # the app's layer answers 431 for the head's size as on the other engines. HTTP/1
+        # heads are bounded whole by the worker (worker.py) before any parser sees them.
+        "http2_max_header_list_size": HEADER_LIST_BOUND,
+        "limit_request_field_size": HEADER_LIST_BOUND,
         # Its control socket would go in $HOME/.gunicorn, which the image's user lacks
         # (and the root filesystem is read-only in Kubernetes).
         "control_socket_disable": True,
     }
+
+
+HEADER_LIST_BOUND = 65_536  # gunicorn's own bound on an HTTP/2 header list
 
 
 def run(settings: Settings, loop: str) -> None:

@@ -21,6 +21,7 @@ import contextlib
 import logging
 import multiprocessing
 import signal
+import sys
 from socket import socket
 
 import uvicorn
@@ -31,6 +32,7 @@ from serving import drain, reload
 from serving.served_app import forget_your_modules
 
 RECYCLED = 0  # a worker's exit code after `limit_max_requests`
+INTERRUPTED = 128 + signal.SIGINT  # a worker's exit code after Ctrl-C, as a shell's
 STARTUP_FAILURE = 3  # uvicorn's exit code when it fails to start (docs/private-names.md)
 FORK = multiprocessing.get_context("fork")
 logger = logging.getLogger("uvicorn.error")
@@ -62,9 +64,12 @@ class WorkerProcess(Process):
                               if number == signal.SIGINT else signal.SIG_DFL)
         forget_your_modules()  # your app/custom.py read from disk, as a spawned worker does
         # Ctrl-C reaches every worker of the terminal's process group: uvicorn stops on
-        # it, then asyncio's runner raises KeyboardInterrupt, a traceback per worker.
-        with contextlib.suppress(KeyboardInterrupt):
+        # it, then asyncio's runner raises KeyboardInterrupt, a traceback per worker. The
+        # exit code stays an interrupted one (0 would read as recycled).
+        try:
             self.target(sockets=sockets)  # uvicorn's worker: its health-check thread, its server
+        except KeyboardInterrupt:
+            sys.exit(INTERRUPTED)
 
     @property
     def server(self) -> uvicorn.Server:
