@@ -64,7 +64,10 @@ def start_listener(host: str, port: int, directory: Path) -> subprocess.Popen[by
     with threads."""
     package_root = str(Path(__file__).resolve().parents[1])  # where `serving` is importable
     path = os.pathsep.join(filter(None, [package_root, os.environ.get("PYTHONPATH")]))
-    code = (f"from serving.metrics_listener import serve_port; "
+    # Ctrl-C reaches it with the launcher's whole process group, maybe while it still
+    # imports (a traceback): the launcher stops it (SIGTERM), or it sees the launcher gone.
+    code = (f"import signal; signal.signal(signal.SIGINT, signal.SIG_IGN); "
+            f"from serving.metrics_listener import serve_port; "
             f"serve_port({host!r}, {port}, {str(directory)!r}, {os.getpid()})")
     return subprocess.Popen([sys.executable, "-c", code], env={**os.environ, "PYTHONPATH": path})
 
@@ -116,8 +119,7 @@ def serve_port(host: str, port: int, directory: str, parent: int) -> None:
 
     os.environ[MULTIPROC_ENV] = directory
     stop: list[bool] = []
-    for received in (signal.SIGTERM, signal.SIGINT):
-        signal.signal(received, lambda *_: stop.append(True))
+    signal.signal(signal.SIGTERM, lambda *_: stop.append(True))
     start_http_server(port, addr=host, registry=registry())
     while not stop and os.getppid() == parent:
         time.sleep(0.5)
