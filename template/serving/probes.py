@@ -13,6 +13,8 @@ from collections.abc import Awaitable
 
 from starlette.types import ASGIApp, Receive, Scope, Send
 
+from app.middleware.request_limits import BODY_HEADERS
+
 PROBE_PATHS = frozenset({"/livez", "/readyz"})
 HEADERS = [(b"content-type", b"text/plain"), (b"content-length", b"2")]
 START = {"type": "http.response.start", "status": 200, "headers": HEADERS}
@@ -20,7 +22,6 @@ START = {"type": "http.response.start", "status": 200, "headers": HEADERS}
 # engine would read the body by its own framing and serve what follows it.
 CLOSING_START = {**START, "headers": [*HEADERS, (b"connection", b"close")]}
 BODY = {"type": "http.response.body", "body": b"ok"}
-BODY_HEADERS = frozenset((b"content-length", b"transfer-encoding"))
 
 
 class ProbeMiddleware:

@@ -321,12 +321,13 @@ class Body:
     def checked(self, message: Message) -> Message:
         kind = message["type"]
         if kind == "http.request":
+            size = len(message.get("body", b""))
             if self.limit is not None:
-                self.read += len(message.get("body", b""))
+                self.read += size
                 if self.read > self.limit:
                     self.finish()
                     raise refusal(TOO_LARGE)
-            if self.budget is not None and (size := len(message.get("body", b""))):
+            if self.budget is not None and size:
                 if not self.budget.take(size, own=self.held):
                     self.finish()
                     raise refusal(BUSY)

@@ -7,10 +7,9 @@ from collections.abc import Awaitable
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from app.middleware.request_limits import MULTIPLEXED, head_size
+from app.middleware.request_limits import BODY_HEADERS, MULTIPLEXED, head_size
 from serving.head_limits import TOO_LARGE_BODY
 
-BODY_HEADERS = frozenset((b"content-length", b"transfer-encoding"))
 DISCONNECT: Message = {"type": "http.disconnect"}
 
 
