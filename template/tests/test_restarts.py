@@ -375,8 +375,8 @@ def test_two_sighups_in_a_row_leave_as_many_workers_as_before(engine: str) -> No
 CTRL_C_ROWS = [(engine, loop) for engine in loops.ENGINES
                for loop in loops.engine_loops(engine, loops.python_version())
                if loop != loops.AUTO and loops.is_installed(loop)]
-# granian 2.8.9: under load, a worker sometimes outlived a Ctrl-C by 20 s (1 run in ~5,
-# no traceback): not understood yet, so not asserted (CHANGELOG 0.23.0).
+# granian: under load, a worker sometimes outlived a Ctrl-C by 20 s (no traceback): not
+# understood yet, so not asserted (CHANGELOG 0.23.0).
 GRANIAN_STOP = pytest.mark.skip(reason="granian's worker may outlive a Ctrl-C under load")
 
 

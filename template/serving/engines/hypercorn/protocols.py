@@ -1,15 +1,15 @@
 """Hypercorn's protocols, bounded as the other engines are (docs/security.md, "Hostile
 clients").
 
-Hypercorn 0.18 has no option for any of these, so each worker swaps the classes its
+Hypercorn has no option for any of these, so each worker swaps the classes its
 connections are built from (docs/private-names.md). Its WebSocket stream, built by
 the HTTP/1.1, HTTP/2 and HTTP/3 protocols:
 
 - a message past WEBSERVER_WS_MAX_MESSAGE_SIZE is refused before its data is kept
   (Hypercorn appended it first), what was kept of it is freed, and over HTTP/1.1 the
   connection is closed after the close (1009), not left to a client that never answers;
-- permessage-deflate is never negotiated: Hypercorn inflates without a bound (64 KB
-  of zeros made 64 MB), and a cap on the inflated message would be checked after it.
+- permessage-deflate is never negotiated: Hypercorn inflates without a bound, and a
+  cap on the inflated message would be checked only after it (docs/security.md).
 
 Its HTTP/1.1 protocol: `Upgrade: h2c` is ignored (the request served as HTTP/1.1, as
 granian and uvicorn do) unless WEBSERVER_H2C_UPGRADE; Hypercorn switched to HTTP/2
