@@ -163,6 +163,15 @@ def _choice_refusal(question: str, value: Any, choices: tuple[str, ...]) -> Refu
     return Refused(question, value, setting_specs.choose(choices))
 
 
+def _names_refusal(question: str, value: Any, choices: tuple[str, ...]) -> Refused | None:
+    given = loops.names(value)
+    wrong = next((name for name in given if name not in choices), None)
+    if given and wrong is None:
+        return None
+    return Refused(question, value, f"list some of {', '.join(choices)}"
+                   + (f" ({wrong!r} is not one)" if wrong else ""))
+
+
 def _whole_number(value: Any) -> int | None:
     try:
         return int(str(value))
@@ -209,7 +218,21 @@ VALUE_RULES: dict[str, Callable[[Any], Refused | None]] = {
     "loop_policy": lambda v: _choice_refusal("loop_policy", v, loops.LOOP_POLICIES),
     "port": _port_refusal,
     "workers": lambda v: _range_refusal("workers", v),
+    "served_engines": lambda v: _names_refusal("served_engines", v, loops.ENGINES),
+    "served_loops": lambda v: _names_refusal("served_loops", v, tuple(loops.LOOPS)),
 }
+
+
+def _served_refusal(answers: dict[str, Any], question: str) -> Refused | None:
+    """The served engines (loops) must hold the answered engine (loop)."""
+    answered, kind = (("default_engine", "engine") if question == "served_engines"
+                      else ("loop_policy", "loop"))
+    value = str(answers[answered])
+    served = loops.names(answers.get(question, ()))
+    if value == loops.AUTO or value in served or question not in answers:
+        return None
+    return Refused(question, list(served), f"it leaves out {value}, the answered {kind}",
+                   advice=f"add it, or answer another {answered}")
 
 
 def value_refusal(question: str, value: Any) -> str:
@@ -266,6 +289,11 @@ def refusal(context: Context, question: str, value: Any) -> str:
             if reason:
                 raise UserMessageError(reason)
         return short_reason(_loop_refusal(answers, value))
+    if question in ("served_engines", "served_loops"):
+        if question in _given_on_command_line(context):
+            return ""  # AnswersCheck refuses it with the whole sentence, before writing
+        refused = _served_refusal({**answers, question: value}, question)
+        return prompt_refusal(question, value) or (f"{refused.prompt}." if refused else "")
     return prompt_refusal(question, value)
 
 
@@ -281,7 +309,9 @@ def answers_refusal(answers: dict[str, Any]) -> str:
         reason = value_refusal(question, answers[question]) if question in answers else ""
         if reason:
             return reason
-    return _loop_refusal(answers, answers["loop_policy"])
+    return (_loop_refusal(answers, answers["loop_policy"])
+            or next((refused.sentence for question in ("served_engines", "served_loops")
+                     if (refused := _served_refusal(answers, question))), ""))
 
 
 class AnswersCheck(ContextHook):

@@ -64,6 +64,7 @@ def test_combination(copie, cell: MatrixCell) -> None:
             "python_version": cell.python,
             "default_engine": cell.engine,
             "loop_policy": cell.loop,
+            "served_loops": list(loops.LOOPS),  # trio's branch tested in every project
         }
     )
     assert result.exit_code == 0, result.exception

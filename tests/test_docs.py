@@ -91,3 +91,30 @@ def test_each_upgrade_note_the_suite_relies_on_is_in_the_docs() -> None:
     titles = re.findall(r"^- \*\*([^*]+)\*\*", notes, re.M)  # each note's bold title
     for release in releases:
         assert any(release in title for title in titles), f"no upgrade note for {release}"
+
+
+DOCS_LINK = re.compile(r'docs/([a-z-]+\.md)(?:, "([^"\n]+)"|, ([A-Z][A-Za-z]+))?')
+
+
+def test_every_docs_link_in_a_project_names_a_page_and_section_it_ships(copie) -> None:
+    """The project's code and README cite `docs/<page>.md` (and a section): the
+    project carries those pages (template/docs/, the template's own docs at its
+    version)."""
+    result = copie.copy(extra_answers={})
+    assert result.exit_code == 0, result.exception
+    project = result.project_dir
+    cited = 0
+    for path in project.rglob("*"):
+        if not path.is_file() or {"docs", ".git", ".venv"} & set(path.relative_to(project).parts):
+            continue
+        for match in DOCS_LINK.finditer(path.read_text(errors="replace")):
+            page = project / "docs" / match[1]
+            assert page.is_file(), f"{path.relative_to(project)} cites a missing {match[0]}"
+            section = match[2] or match[3]
+            if section:
+                headings = [line.lstrip("#").strip() for line in page.read_text().splitlines()
+                            if line.startswith("#")]
+                assert any(heading.startswith(section) for heading in headings), \
+                    f"{path.relative_to(project)} cites {match[0]}: no such section"
+            cited += 1
+    assert cited > 20  # the project's code does cite its docs

@@ -51,6 +51,8 @@ def choice_values(question: str) -> tuple[str, ...]:
         ("python_version", loops.PYTHON_VERSIONS),
         ("default_engine", loops.ENGINES),
         ("loop_policy", loops.LOOP_POLICIES),
+        ("served_engines", loops.ENGINES),
+        ("served_loops", tuple(loops.LOOPS)),
     ],
 )
 def test_choices_are_the_matrix(question: str, expected: tuple[str, ...]) -> None:
@@ -89,6 +91,14 @@ BAD_COMMAND_LINES = [
      "not listen below 1024; answer 1024 or above and map the public port"),
     (["-d", "workers=0"], "workers '0' is refused: give a whole number from 1 to 64."),
     (["-d", "project_name=9 lives"], "project_name '9 lives' is refused: start with a letter"),
+    (["-d", "served_engines=[granian, hypercorn]"], "served_engines ['granian', 'hypercorn'] "
+     "is refused: it leaves out uvicorn, the answered engine; add it, or answer another "
+     "default_engine."),
+    (["-d", "default_engine=hypercorn", "-d", "loop_policy=trio", "-d",
+      "served_loops=[asyncio, uvloop]"], "served_loops ['asyncio', 'uvloop'] is refused: it "
+     "leaves out trio, the answered loop; add it, or answer another loop_policy."),
+    (["-d", "served_loops=[asyncio, tokio]"], "served_loops '[asyncio, tokio]' is refused: "
+     "list some of asyncio, uvloop, rloop, zuvloop, trio ('tokio' is not one)."),
 ]
 
 

@@ -25,7 +25,9 @@ from tests.conftest import (
 
 
 def run_marked(copie, python_version: str | None, marker: str, *paths: str) -> str:
-    answers = {"python_version": python_version} if python_version else {}
+    # Every loop served, trio included: the template's promises on each, on its own app.
+    answers = {"served_loops": list(loops.LOOPS),
+               **({"python_version": python_version} if python_version else {})}
     result = copie.copy(extra_answers=answers)
     assert result.exit_code == 0, result.exception
     project = result.project_dir

@@ -8,6 +8,7 @@ from typing import Any, NoReturn
 import typer
 from typer.core import TyperGroup
 
+from app import serve_help
 from app.core import loops, matrix_markdown, tracing
 from serving.setting_specs import SETTINGS, SettingSpec
 from serving.settings import (
@@ -15,6 +16,7 @@ from serving.settings import (
     SettingsError,
     env_file,
     load_settings,
+    overridden_refusals,
     unknown_settings,
 )
 
@@ -39,7 +41,7 @@ def serve(**flags: object) -> None:
         settings = load_settings(**flags)
     except SettingsError as error:
         refuse(str(error))
-    for note in unknown_settings(env_file())[1]:
+    for note in [*unknown_settings(env_file())[1], *overridden_refusals(**flags)]:
         typer.echo(f"Note: {note}.", err=True)
     if reason := tracing.refusal():  # the OTEL_* variables (docs/observability.md)
         refuse(reason)
@@ -54,21 +56,19 @@ def serve(**flags: object) -> None:
 
 
 def _serve_option(spec: SettingSpec) -> inspect.Parameter:
-    # Parentheses, not brackets: rich would take "[env ...]" for markup and drop it.
-    accepts = f"{spec.accepts()}; " if spec.accepts() else ""
-    help_text = f"{spec.help} ({accepts}env {spec.env})"
     declarations = [f"{spec.option}/--no-{spec.option[2:]}"] if spec.kind is bool else []
-    return inspect.Parameter(
-        spec.name, inspect.Parameter.KEYWORD_ONLY, annotation=spec.kind | None,
-        default=typer.Option(None, *declarations, help=help_text, show_default=False),
-    )
+    # None, not the default: a flag not given leaves the environment, .env or default.
+    option = typer.Option(None, *declarations, help=serve_help.flag_help(spec),
+                          metavar=serve_help.metavar(spec), show_default=False)
+    return inspect.Parameter(spec.name, inspect.Parameter.KEYWORD_ONLY,
+                             annotation=spec.kind | None, default=option)
 
 
 # One option per declared setting, built from the declaration (serving/setting_specs.py).
 SERVE_OPTIONS = [_serve_option(spec) for spec in SETTINGS]
 serve.__signature__ = inspect.Signature(SERVE_OPTIONS)  # type: ignore[attr-defined]
 serve.__annotations__ = {spec.name: spec.kind | None for spec in SETTINGS}
-cli.command()(serve)
+cli.command(cls=serve_help.ServeCommand)(serve)
 
 
 def refuse(sentence: str) -> NoReturn:

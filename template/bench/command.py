@@ -14,7 +14,7 @@ import typer
 
 from app.core import loops
 from bench import drivers, harness, stats
-from bench.model import Config, configs_for
+from bench.model import Config, configs_for, served
 from bench.route import Route, RouteError, parse_pairs
 
 # Counted seconds of load per configuration (docs/benchmarks.md: repeatability).
@@ -66,7 +66,7 @@ def bench_engines(
         route.path  # noqa: B018 - refuse a bad template before booting anything
         chosen, skipped = drivers.choose(driver, route)
         configs = [] if target else configs_for(
-            engine or list(loops.ENGINES), loop or [loops.AUTO], http or [loops.AUTO],
+            engine or list(served()[0]), loop or [loops.AUTO], http or [loops.AUTO],
             skip_refused=not engine, workers=workers)
     except (RouteError, drivers.DriverError, ValueError, OSError) as error:
         typer.echo(f"Cannot bench: {error}", err=True)
@@ -138,9 +138,19 @@ def measure_and_report(*, route: Route, chosen: drivers.Driver, skipped: list[st
 
         announce(assumed, f"reference: {configs[reference].label}"
                  f"{reference_note(configs[reference])}; " if len(configs) > 1 else "")
+
+        def in_all(progress: harness.Progress) -> float:
+            """What the run now takes: what it took so far, the rounds left at the pace
+            so far, the servers' stops and the route in-process."""
+            return (time.monotonic() - started + progress.seconds_left
+                    + len(configs) * harness.STOP_S + APP_COST_S)
+
+        notices = harness.SetAsideNotices(
+            say=lambda line: console.print(line, highlight=False), in_all=in_all)
         try:
             run = harness.measure(configs, route, chosen, **options, reference=reference,
-                                  threshold=threshold / 100, calibrated=calibrated)
+                                  threshold=threshold / 100, calibrated=calibrated,
+                                  progress=notices)
         except (RuntimeError, drivers.DriverError) as error:  # a server that did not start
             typer.echo(f"Cannot bench: {error}", err=True)
             raise typer.Exit(2) from None
@@ -246,7 +256,7 @@ def ladder_engines(asked: list[str]) -> list[str]:
     if unknown:
         raise ValueError(f"unknown engine {unknown[0]!r}: choose from "
                          f"{', '.join(loops.ENGINES)}, or none.")
-    return asked or list(loops.ENGINES)
+    return asked or list(served()[0])
 
 
 def print_overhead(route: Route, measured: list) -> None:

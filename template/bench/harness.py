@@ -22,6 +22,7 @@ import tempfile
 import time
 import urllib.request
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 from bench import drivers, machine
@@ -175,11 +176,13 @@ def measure(configs: list[Config], route: Route, driver: drivers.Driver, *, conn
             duration: float, slice_length: float | None, warmup: float,
             reference: int = 0, threshold: float | None = None,
             calibrated: Callable[[float], None] | None = None,
-            enough: Callable[[Run, int], bool] | None = None) -> Run:
+            counted: Callable[[Run], int] | None = None,
+            progress: Callable[[Progress], None] | None = None) -> Run:
     """Every configuration booted at once, loaded in rotating rounds of short slices,
     until `duration` seconds of kept slices each (or twice as many rounds were run).
-    `calibrated` is told the slice length once the warm-up has set it; `enough(run,
-    wanted)` says when the rounds suffice (default: `wanted` rounds kept whole)."""
+    `calibrated` is told the slice length once the warm-up has set it; `counted(run)`
+    is how many rounds count so far (default: the rounds kept whole); `progress` is
+    told where the rounds stand after each one (run_rounds)."""
     server_cores, driver_cores = cores()
     with contextlib.ExitStack() as stack:
         servers = [stack.enter_context(booted(c, server_cores)) for c in configs]
@@ -191,20 +194,131 @@ def measure(configs: list[Config], route: Route, driver: drivers.Driver, *, conn
         run = Run(configs, reference, length, duration)
         if threshold is not None:
             run.threshold = threshold
-        wanted = max(1, round(duration / length))
-        enough = enough or (lambda done, count: len(done.kept) >= count)
-        while not enough(run, wanted) and len(run.rounds) < 2 * wanted:
-            # A round set aside is run again in the same order, so the kept rounds give
-            # each configuration each place equally (the first slice of a round differs).
-            turn = len(run.kept) % len(configs)
-            order = [*range(turn, len(configs)), *range(turn)]
-            this = Round(order)
-            for index in order:
-                url, pid = servers[index]
-                this.slices[index] = load_slice(driver, url, pid, route, connections, length,
-                                                server_cores, driver_cores)
-            run.rounds.append(this)
+
+        def take_slice(index: int) -> Slice:
+            url, pid = servers[index]
+            return load_slice(driver, url, pid, route, connections, length, server_cores,
+                              driver_cores)
+
+        run_rounds(run, wanted=max(1, round(duration / length)), take_slice=take_slice,
+                   counted=counted or rounds_kept, progress=progress)
     return run
+
+
+def rounds_kept(run: Run) -> int:
+    return len(run.kept)
+
+
+def run_rounds(run: Run, *, wanted: int, take_slice: Callable[[int], Slice],
+               counted: Callable[[Run], int] = rounds_kept,
+               progress: Callable[[Progress], None] | None = None,
+               clock: Callable[[], float] = time.monotonic) -> None:
+    """Rounds of one slice per configuration (`take_slice(index)`), until `counted(run)`
+    reaches `wanted` or twice `wanted` rounds were run; after each round `progress` is
+    told where they stand, timed by `clock`."""
+    most = 2 * wanted
+    started = clock()
+    while counted(run) < wanted and len(run.rounds) < most:
+        # A round set aside is run again in the same order, so the kept rounds give
+        # each configuration each place equally (the first slice of a round differs).
+        turn = len(run.kept) % len(run.configs)
+        this = Round([*range(turn, len(run.configs)), *range(turn)])
+        for index in this.order:
+            this.slices[index] = take_slice(index)
+        run.rounds.append(this)
+        if progress:
+            progress(Progress.of(run, counted=counted(run), wanted=wanted, most=most,
+                                 seconds_taken=clock() - started))
+
+
+@dataclass(frozen=True)
+class Progress:
+    """Where a run's rounds stand, and what the rest takes at the pace measured so far."""
+
+    rounds: int
+    rounds_set_aside: int
+    slices: int
+    slices_set_aside: int
+    taken_from: frozenset[str]  # whose cores were taken away: "server", "driver"
+    counted: int  # rounds that count towards `wanted` (kept whole, or the ladder's pairs)
+    wanted: int
+    most: int  # the cap: rounds set aside are run again up to this many rounds in all
+    seconds_taken: float  # by the rounds so far
+
+    @classmethod
+    def of(cls, run: Run, *, counted: int, wanted: int, most: int,
+           seconds_taken: float) -> Progress:
+        pieces = [piece for this in run.rounds for piece in this.slices.values()]
+        reasons = [piece.set_aside for piece in pieces if piece.set_aside]
+        return cls(rounds=len(run.rounds), rounds_set_aside=len(run.rounds) - len(run.kept),
+                   slices=len(pieces), slices_set_aside=len(reasons),
+                   taken_from=frozenset(reason.split(" ", 1)[0] for reason in reasons),
+                   counted=counted, wanted=wanted, most=most, seconds_taken=seconds_taken)
+
+    @property
+    def seconds_per_round(self) -> float:
+        return self.seconds_taken / self.rounds if self.rounds else 0.0
+
+    @property
+    def rounds_left(self) -> int:
+        """Rounds still to run if rounds count as often as they have so far, within the
+        cap; the whole cap while none has counted yet."""
+        if self.counted >= self.wanted or self.rounds >= self.most:
+            return 0
+        if not self.counted:
+            return self.most - self.rounds
+        needed = math.ceil((self.wanted - self.counted) * self.rounds / self.counted)
+        return min(needed, self.most - self.rounds)
+
+    @property
+    def seconds_left(self) -> float:
+        return self.rounds_left * self.seconds_per_round
+
+    @property
+    def stretch(self) -> float:
+        """The rounds this run is now expected to take, over the rounds it wanted."""
+        return (self.rounds + self.rounds_left) / self.wanted
+
+
+# After the first notice of rounds set aside, the next one waits this long (and for
+# more set aside): a few lines on a busy machine, not one a round.
+NOTICE_EVERY_S = 20.0
+
+
+class SetAsideNotices:
+    """A `progress` hook that says, while the rounds run, that some are being set aside
+    and how long the whole run now takes (`in_all(progress)`, in seconds): at the first
+    set aside, then at most every NOTICE_EVERY_S seconds. `per_slice`: count slices
+    (the ladder leaves out slices, not whole rounds)."""
+
+    def __init__(self, say: Callable[[str], None], in_all: Callable[[Progress], float], *,
+                 per_slice: bool = False, prefix: str = "") -> None:
+        self.say, self.in_all, self.per_slice, self.prefix = say, in_all, per_slice, prefix
+        self.said_at: float | None = None
+        self.said_set_aside = 0
+
+    def __call__(self, progress: Progress) -> None:
+        set_aside = progress.slices_set_aside if self.per_slice else progress.rounds_set_aside
+        if set_aside <= self.said_set_aside or not progress.rounds_left:
+            return  # nothing new, or the last round: the report follows at once
+        if self.said_at is not None and progress.seconds_taken - self.said_at < NOTICE_EVERY_S:
+            return
+        self.said_at, self.said_set_aside = progress.seconds_taken, set_aside
+        self.say(self.prefix + notice_text(progress, self.in_all(progress),
+                                           per_slice=self.per_slice))
+
+
+def notice_text(progress: Progress, in_all_seconds: float, *, per_slice: bool = False) -> str:
+    """'3 of 8 rounds so far set aside (the server's core was taken away); now about
+    190 s in all'."""
+    set_aside, of, unit = ((progress.slices_set_aside, progress.slices, "slice") if per_slice
+                           else (progress.rounds_set_aside, progress.rounds, "round"))
+    counts = f"{set_aside} of {of} {unit}{'' if of == 1 else 's'}"
+    whose = {frozenset({"server"}): "the server's core was",
+             frozenset({"driver"}): "the driver's cores were"}.get(
+        progress.taken_from, "the server's or the driver's core was")
+    return (f"{counts} so far set aside ({whose} taken away); now about "
+            f"{in_all_seconds:.0f} s in all")
 
 
 def measure_target(target: str, route: Route, driver: drivers.Driver, *, connections: int,

@@ -62,17 +62,16 @@ def served_rounds(run: Run) -> list[list[float | None]]:
              for index in range(len(run.configs))] for this in run.rounds]
 
 
-def pairs_suffice(run: Run, wanted: int) -> bool:
-    """Whether each rung has `wanted` rounds in which its slice and the baseline's were
-    both kept, and as many with the rung below: the ladder's rule to stop."""
+def pairs_counted(run: Run) -> int:
+    """The fewest rounds in which a rung's slice was kept with the baseline's, or with
+    the rung below's: the ladder stops when this reaches the rounds asked for."""
     rounds = served_rounds(run)
+    fewest = len(rounds)
     for index in range(len(run.configs)):
         for other in {run.reference, max(0, index - 1)} - {index}:
-            both = sum(1 for values in rounds
-                       if values[index] is not None and values[other] is not None)
-            if both < wanted:
-                return False
-    return bool(rounds)
+            fewest = min(fewest, sum(1 for values in rounds
+                                     if values[index] is not None and values[other] is not None))
+    return fewest
 
 
 def core_busy(run: Run, index: int) -> str:

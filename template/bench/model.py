@@ -146,23 +146,36 @@ class Run:
         return None if not busy else statistics.median(busy) >= SATURATED
 
 
+def served() -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """The engines and loops this project serves (WEBSERVER_SERVED_ENGINES and _LOOPS)."""
+    from serving.settings import get_settings
+
+    settings = get_settings()
+    return loops.names(settings.served_engines), loops.names(settings.served_loops)
+
+
 def configs_for(engines: list[str], loop_names: list[str], parsers: list[str],
-                skip_refused: bool = False, workers: int = 1) -> list[Config]:
+                skip_refused: bool = False, workers: int = 1,
+                serving: tuple[tuple[str, ...], tuple[str, ...]] | None = None) -> list[Config]:
     """Every asked-for engine x loop x parser the matrix allows on this Python.
 
     With `skip_refused` (no engine named), a loop only some engines run is measured on
     those; otherwise a refused pair stops the bench with the matrix's sentence.
+    `serving`: the engines and loops served, when not this project's settings.
     """
     python = loops.python_version()
+    engines_served, loops_served = serving or served()
     chosen = []
     for engine in engines:
         allowed = [name for name in loops.engine_loops(engine, python)
                    if name == loops.AUTO or loops.is_installed(name)]
-        wanted = allowed[1:] if loop_names == ["all"] else loop_names
+        wanted = ([name for name in allowed[1:] if name in loops_served]
+                  if loop_names == ["all"] else loop_names)
         for loop in wanted:
-            reason = loops.availability_refusal(engine, loop)
-            if reason and skip_refused and loops.refusal_reason(engine, loop, python):
+            if skip_refused and loops.refusal_reason(engine, loop, python):
                 continue
+            reason = (loops.availability_refusal(engine, loop)
+                      or loops.served_refusal(engine, loop, engines_served, loops_served))
             if reason:
                 raise ValueError(reason)
             # Each engine gets the asked parsers it takes (unknown names get refused).

@@ -157,13 +157,9 @@ def verdict(summary: Summary, route: Route, app_cost_us: float | None) -> list[s
                                   compared.cpu_us))
     if any(Call.UNDECIDED in c.calls.values() for c in summary.compared):
         lines.append(advice(run))
-    cpu = [c for i in answered if (c := summary.median(i, "cpu_us_per_request"))]
-    if app_cost_us and cpu:
-        dearest = max(cpu)
-        share = max(0.0, dearest - app_cost_us) / dearest
-        lines.append(f"The app alone (in-process, no server) costs {app_cost_us:.1f} µs CPU "
-                     f"per request: the server is at most {share:.0%} of this route's cost "
-                     f"({dearest:.1f} µs).")
+    cpu_us = {i: c for i in answered if (c := summary.median(i, "cpu_us_per_request"))}
+    if app_cost_us and cpu_us:
+        lines.append(server_share(summary, cpu_us, app_cost_us))
     unsaturated = [summary.label(i) for i in answered if run.saturated(i) is False]
     if unsaturated:
         lines.append(f"The driver could not saturate the server for {', '.join(unsaturated)} "
@@ -171,6 +167,25 @@ def verdict(summary: Summary, route: Route, app_cost_us: float | None) -> list[s
                      "capped the rate); these numbers are a floor, and CPU µs per request is "
                      "the figure to compare.")
     return lines
+
+
+def server_share(summary: Summary, cpu_us: dict[int, float], app_cost_us: float) -> str:
+    """The server's part of the route's cost, at most, named by configuration: it
+    depends on which server's CPU per request it is read against (`cpu_us`, by index),
+    so the dearest and the cheapest are both given when they differ."""
+
+    def share(index: int) -> str:
+        return f"{max(0.0, cpu_us[index] - app_cost_us) / cpu_us[index]:.0%}"
+
+    dearest, cheapest = max(cpu_us, key=cpu_us.__getitem__), min(cpu_us, key=cpu_us.__getitem__)
+    said = (f"The app alone (in-process, no server) costs {app_cost_us:.1f} µs CPU per request: "
+            f"the server is at most {share(dearest)} of this route's cost on "
+            f"{summary.label(dearest)}")
+    if dearest == cheapest:
+        return f"{said} ({cpu_us[dearest]:.1f} µs)."
+    return (f"{said}, the dearest here ({cpu_us[dearest]:.1f} µs), and at most "
+            f"{share(cheapest)} on {summary.label(cheapest)}, the cheapest "
+            f"({cpu_us[cheapest]:.1f} µs).")
 
 
 def warnings(summary: Summary) -> list[str]:

@@ -1,16 +1,16 @@
-"""Every setting, declared once: name, type, default, bounds and one line of help.
+"""Every setting, declared once: name, type, default, bounds, group and one line of help.
 
-The Settings model (settings.py), the `serve` options, `.env.example`, the settings
-tables of the README and the docs, what the launcher hands its workers, and the words
-refusing a value out of bounds (at start and in the Copier questions) are all derived
-from SETTINGS. Which engine honours which setting, and how, is in app/core/loops.py
-(FEATURES). Plain Python with no third-party imports: the template's Copier extension
-loads this file to render `.env.example` and the README before anything is installed.
+The Settings model (settings.py), the `serve` options and their help, `.env.example`,
+docs/settings.md, what the launcher hands its workers, and the words refusing a value
+out of bounds (at start and in the Copier questions) are all derived from SETTINGS.
+Which engine honours which setting, and how, is in app/core/loops.py (FEATURES). Plain
+Python with no third-party imports: the template's Copier extension loads this file
+before anything is installed.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 ENV_PREFIX = "WEBSERVER_"
 
@@ -31,6 +31,7 @@ class SettingSpec:
     minimum: float | None = None
     maximum: float | None = None
     choices: tuple[str, ...] = ()  # fixed choices; the matrix checks engine, loop, http
+    group: str = ""  # given by the Group heading above it in SETTINGS, not by hand
 
     @property
     def env(self) -> str:
@@ -42,7 +43,10 @@ class SettingSpec:
 
     def default_for(self, answers: dict[str, object]) -> object:
         if isinstance(self.default, Answer):
-            return self.kind(answers[self.default.question])
+            answer = answers[self.default.question]
+            if isinstance(answer, list | tuple):  # a multiple-choice answer
+                return ",".join(answer)
+            return self.kind(answer)
         return self.default
 
     def text(self, value: object) -> str:
@@ -77,6 +81,26 @@ class SettingSpec:
         return ""
 
 
+@dataclass(frozen=True)
+class Group:
+    """A heading in SETTINGS: the settings below it, up to the next, form one group of
+    `serve --help` (and of `.env.example` and the settings tables, in the same order)."""
+
+    title: str
+
+
+def grouped(*declared: Group | SettingSpec) -> tuple[SettingSpec, ...]:
+    """The settings in declared order, each given the title of the heading above it."""
+    title = ""
+    specs = []
+    for item in declared:
+        if isinstance(item, Group):
+            title = item.title
+        else:
+            specs.append(replace(item, group=title))
+    return tuple(specs)
+
+
 def number_range(low: float, high: float, *, whole: bool = True) -> str:
     """The one wording of a numeric range, at run time and in the Copier questions."""
     def shown(value: float) -> str:
@@ -96,13 +120,30 @@ HEALTH_DETAILS = ("minimal", "full")
 LOG_FORMATS = ("text", "json")
 METRICS_PLACES = ("port", "path", "off")
 
-SETTINGS: tuple[SettingSpec, ...] = (
+SETTINGS: tuple[SettingSpec, ...] = grouped(
+    Group("Engine and loop"),
     SettingSpec("engine", str, Answer("default_engine"),
                 "ASGI server: uvicorn, granian, gunicorn or hypercorn"),
     SettingSpec("loop", str, Answer("loop_policy"),
                 "event loop: auto (the fastest the engine takes here: zuvloop under uvicorn "
                 "on 3.14+, else uvloop, else asyncio), asyncio, uvloop, rloop (granian), "
                 "zuvloop (uvicorn, Python 3.14+), trio (hypercorn)"),
+    SettingSpec("served_engines", str, Answer("served_engines"),
+                "the engines this project serves, separated by commas (its tests run the "
+                "answer's)"),
+    SettingSpec("served_loops", str, Answer("served_loops"),
+                "the loops this project serves, separated by commas (its tests run the "
+                "answer's); auto picks among them"),
+    Group("Listener and TLS"),
+    SettingSpec("host", str, "127.0.0.1", "bind address"),
+    SettingSpec("port", int, Answer("port"), "port", 1, 65535),
+    SettingSpec("backlog", int, 2048, "listen backlog: connections queued before accept",
+                1, 65535),
+    SettingSpec("tls_certfile", str, "",
+                "PEM certificate chain: serve HTTPS (with WEBSERVER_TLS_KEYFILE), HTTP/2 by ALPN "
+                "with WEBSERVER_HTTP2"),
+    SettingSpec("tls_keyfile", str, "", "PEM private key of WEBSERVER_TLS_CERTFILE, unencrypted"),
+    Group("Protocols"),
     SettingSpec("http", str, "auto",
                 "HTTP parser: auto (the engine's choice), uvicorn's httptools, h11, zttp, or "
                 "gunicorn's h1c, python (granian and hypercorn have their own)"),
@@ -115,16 +156,28 @@ SETTINGS: tuple[SettingSpec, ...] = (
     SettingSpec("http3", bool, False,
                 "also answer HTTP/3: QUIC over UDP, on the number TCP listens on, advertised "
                 "by Alt-Svc (hypercorn, with TLS on)"),
-    SettingSpec("host", str, "127.0.0.1", "bind address"),
-    SettingSpec("tls_certfile", str, "",
-                "PEM certificate chain: serve HTTPS (with WEBSERVER_TLS_KEYFILE), HTTP/2 by ALPN "
-                "with WEBSERVER_HTTP2"),
-    SettingSpec("tls_keyfile", str, "", "PEM private key of WEBSERVER_TLS_CERTFILE, unencrypted"),
-    SettingSpec("port", int, Answer("port"), "port", 1, 65535),
+    Group("Workers"),
     SettingSpec("workers", int, Answer("workers"), "worker processes", 1, 64),
     SettingSpec("threads", int, 1, "runtime threads per worker (granian)", 1, 64),
-    SettingSpec("backlog", int, 2048, "listen backlog: connections queued before accept",
-                1, 65535),
+    SettingSpec("worker_max_requests", int, 0,
+                "recycle a worker after this many requests, plus up to 10 % jitter, "
+                "0 = never (uvicorn, gunicorn)", 0, 100_000_000),
+    SettingSpec("worker_lifetime", int, 0,
+                "recycle a worker after this many seconds, 0 = never (granian, 60 or more)",
+                0, 31_536_000),
+    SettingSpec("worker_max_memory", int, 0,
+                "recycle a worker whose RSS exceeds this many MiB, 0 = never (granian)",
+                0, 1_048_576),
+    SettingSpec("respawn_failed_workers", bool, False,
+                "replace a worker that dies; false (for an orchestrator that restarts the "
+                "container) stops the server instead"),
+    Group("Stopping"),
+    SettingSpec("graceful_timeout", int, 30,
+                "seconds a stopping server waits for in-flight requests", 1, 3600),
+    SettingSpec("stream_stop_timeout", float, 1.0,
+                "seconds a stream or WebSocket open at a stop has to end itself "
+                "(app/core/stopping.py) before the server ends it", 0, 3600),
+    Group("Limits"),
     SettingSpec("max_concurrency", int, 0,
                 "cap on concurrent requests per worker, 0 = none (uvicorn answers 503 "
                 "past it, granian queues)", 0, 1_000_000),
@@ -141,6 +194,7 @@ SETTINGS: tuple[SettingSpec, ...] = (
     SettingSpec("body_budget", int, 16_777_216,
                 "bytes of request bodies a worker holds at once, all requests together "
                 "(503 past it; a body alone always fits), 0 = none", 0, 17_179_869_184),
+    Group("WebSockets"),
     SettingSpec("websockets", bool, True,
                 "serve WebSockets; false turns the subsystem off and refuses upgrades"),
     SettingSpec("ws_ping_interval", float, 0.0,
@@ -153,24 +207,23 @@ SETTINGS: tuple[SettingSpec, ...] = (
                 "engine's own (about 16 MiB)", 0, 17_179_869_184),
     SettingSpec("ws_max_connections", int, 1000,
                 "open WebSockets per worker (refused above), 0 = none", 0, 1_000_000),
-    SettingSpec("worker_max_requests", int, 0,
-                "recycle a worker after this many requests, plus up to 10 % jitter, "
-                "0 = never (uvicorn, gunicorn)", 0, 100_000_000),
-    SettingSpec("worker_lifetime", int, 0,
-                "recycle a worker after this many seconds, 0 = never (granian, 60 or more)",
-                0, 31_536_000),
-    SettingSpec("worker_max_memory", int, 0,
-                "recycle a worker whose RSS exceeds this many MiB, 0 = never (granian)",
-                0, 1_048_576),
-    SettingSpec("respawn_failed_workers", bool, False,
-                "replace a worker that dies; false (for an orchestrator that restarts the "
-                "container) stops the server instead"),
-    SettingSpec("access_log", str, "off",
-                "one line per request (time, client, method, path, status, duration, "
-                "request id)", choices=ACCESS_LOG_FORMATS),
-    SettingSpec("request_id", bool, True,
-                "X-Request-ID on every answer and in the log lines: the caller's when sane, "
-                "else a new one"),
+    SettingSpec("ws_origins", str, "self",
+                "browser origins that may open a WebSocket, others get 403: self (the "
+                "page's own host), https://app.example.com, or *"),
+    Group("Proxies and hosts"),
+    SettingSpec("trusted_proxies", str, "127.0.0.1",
+                "proxies whose X-Forwarded-For/-Proto/-Prefix are believed: addresses, "
+                "networks or *"),
+    SettingSpec("root_path", str, "",
+                "path prefix a proxy serves this under (/api), for url_for, redirects and "
+                "the docs; a trusted proxy's X-Forwarded-Prefix sets it per request"),
+    SettingSpec("allowed_hosts", str, "localhost,127.0.0.1,::1",
+                "hosts a request may name (Host), others get 400: names, *.example.com, "
+                "or *"),
+    Group("Response headers"),
+    SettingSpec("cors_origins", str, "",
+                "browser origins that may call the API (CORS), on every answer: "
+                "https://app.example.com, several separated by commas, or *; empty = none"),
     SettingSpec("security_headers", bool, True,
                 "X-Content-Type-Options, X-Frame-Options and Referrer-Policy on every answer "
                 "that has not set its own"),
@@ -179,41 +232,29 @@ SETTINGS: tuple[SettingSpec, ...] = (
                 "serves TLS, with the security headers"),
     SettingSpec("server_timing", bool, False,
                 "Server-Timing on every answer: the app's time to the response's start"),
+    Group("Observability"),
+    SettingSpec("access_log", str, "off",
+                "one line per request (time, client, method, path, status, duration, "
+                "request id)", choices=ACCESS_LOG_FORMATS),
+    SettingSpec("request_id", bool, True,
+                "X-Request-ID on every answer and in the log lines: the caller's when sane, "
+                "else a new one"),
     SettingSpec("log_format", str, "text",
                 "the app's and the engine's log lines (stderr): text, or json with the "
                 "request and trace ids", choices=LOG_FORMATS),
+    SettingSpec("log_level", str, "info", "log level", choices=LOG_LEVELS),
     SettingSpec("metrics", str, "port",
                 "Prometheus metrics: port (a listener of their own, WEBSERVER_METRICS_PORT), "
                 "path (/metrics on the app's port), off", choices=METRICS_PLACES),
     SettingSpec("metrics_port", int, 9464,
                 "port of the metrics listener (WEBSERVER_METRICS=port), on WEBSERVER_HOST",
                 1, 65535),
-    SettingSpec("trusted_proxies", str, "127.0.0.1",
-                "proxies whose X-Forwarded-For/-Proto/-Prefix are believed: addresses, "
-                "networks or *"),
-    SettingSpec("root_path", str, "",
-                "path prefix a proxy serves this under (/api), for url_for, redirects and "
-                "the docs; a trusted proxy's X-Forwarded-Prefix sets it per request"),
-    SettingSpec("cors_origins", str, "",
-                "browser origins that may call the API (CORS), on every answer: "
-                "https://app.example.com, several separated by commas, or *; empty = none"),
-    SettingSpec("allowed_hosts", str, "localhost,127.0.0.1,::1",
-                "hosts a request may name (Host), others get 400: names, *.example.com, "
-                "or *"),
-    SettingSpec("ws_origins", str, "self",
-                "browser origins that may open a WebSocket, others get 403: self (the "
-                "page's own host), https://app.example.com, or *"),
+    Group("Development"),
+    SettingSpec("reload", bool, False, "restart on code changes (one worker)"),
     SettingSpec("api_docs", bool, False, "serve the API docs: /docs, /redoc, /openapi.json"),
     SettingSpec("health_detail", str, "minimal",
                 "what /health/detailed tells: minimal (its status) or full (engine, loop, "
                 "parser, client, Python version, pid)", choices=HEALTH_DETAILS),
-    SettingSpec("graceful_timeout", int, 30,
-                "seconds a stopping server waits for in-flight requests", 1, 3600),
-    SettingSpec("stream_stop_timeout", float, 1.0,
-                "seconds a stream or WebSocket open at a stop has to end itself "
-                "(app/core/stopping.py) before the server ends it", 0, 3600),
-    SettingSpec("reload", bool, False, "restart on code changes (one worker)"),
-    SettingSpec("log_level", str, "info", "log level", choices=LOG_LEVELS),
 )
 BY_NAME = {spec.name: spec for spec in SETTINGS}
 

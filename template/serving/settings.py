@@ -71,6 +71,8 @@ class Settings(_Declared):  # type: ignore[misc, valid-type]
     def _engine_can_honour_every_setting(self) -> Settings:
         reason = (
             loops.availability_refusal(self.engine, self.loop)
+            or loops.served_refusal(self.engine, self.loop, loops.names(self.served_engines),
+                                    loops.names(self.served_loops))
             or loops.http_availability_refusal(self.engine, self.http, self.http2)
             or next((refusal for name in loops.FEATURES
                      if (refusal := loops.feature_refusal(self.engine, name,
@@ -168,7 +170,7 @@ class Settings(_Declared):  # type: ignore[misc, valid-type]
 
     @property
     def resolved_loop(self) -> str:
-        return loops.resolve(self.engine, self.loop)
+        return loops.resolve(self.engine, self.loop, served=loops.names(self.served_loops))
 
     @property
     def resolved_http(self) -> str:
@@ -205,7 +207,9 @@ _DECLARED_ERRORS = ("_parsing", "_type", "greater_than", "less_than", "literal_e
                     "int_from_float", "finite_number")
 
 
-def describe(error: ValidationError, prefix: str = ENV_PREFIX) -> str:
+def describe(error: ValidationError, prefix: str = ENV_PREFIX,
+             flags: frozenset[str] = frozenset()) -> str:
+    """One sentence per error; a value given by a flag (in `flags`) is named as its flag."""
     sentences = []
     for item in error.errors():
         message = str(item["msg"]).removeprefix("Value error, ")
@@ -217,7 +221,9 @@ def describe(error: ValidationError, prefix: str = ENV_PREFIX) -> str:
             if item["type"] == "missing":  # its input is every value read: never shown
                 sentences.append(f"{name} is required: set it in the environment or .env.")
                 continue
-            message = f"{name}={item['input']!r} is refused: {message[0].lower()}{message[1:]}."
+            given = (f"{spec.option} {item['input']}" if spec and spec.name in flags
+                     else f"{name}={item['input']!r}")
+            message = f"{given} is refused: {message[0].lower()}{message[1:]}."
         sentences.append(message)
     return " ".join(sentences)
 
@@ -411,7 +417,26 @@ def load_settings(**overrides: object) -> Settings:
     try:
         return Settings(**given, _env_file=local)
     except ValidationError as error:
-        raise SettingsError(describe(error)) from None
+        raise SettingsError(describe(error, flags=frozenset(given))) from None
+
+
+def overridden_refusals(**overrides: object) -> list[str]:
+    """Values of `.env` or the environment that would be refused, where a flag replaced
+    them for this run: the next run without the flag would stop on them."""
+    given = {key for key, value in overrides.items() if value is not None}
+    try:
+        Settings(_env_file=env_file())
+    except ValidationError as error:
+        return [f"{describe_one(item)} (its flag replaced it for this run)"
+                for item in error.errors()
+                if item["loc"] and item["loc"][0] in given
+                and any(part in item["type"] for part in _DECLARED_ERRORS)]
+    return []
+
+
+def describe_one(item: Any) -> str:
+    spec = BY_NAME[str(item["loc"][0])]
+    return f"{spec.env}={item['input']!r} is refused: {spec.wanted() or item['msg']}"
 
 
 @lru_cache

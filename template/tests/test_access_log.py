@@ -25,6 +25,7 @@ from app.core import loops
 from app.middleware.access_log import escaped
 from serving.forwarded import ForwardedHeadersMiddleware
 from serving.settings import get_settings
+from tests import served
 from tests.server_process import Server, running_server
 
 PEER = "127.0.0.1"
@@ -107,7 +108,7 @@ def loop_for(engine: str) -> str:
     return policy if loops.refusal(engine, policy, loops.python_version()) is None else "auto"
 
 
-@pytest.fixture(scope="module", params=[(engine, log_format) for engine in loops.ENGINES
+@pytest.fixture(scope="module", params=[(engine, log_format) for engine in served.ENGINES
                                         for log_format in ("text", "json")],
                 ids="-".join)
 def served(request: pytest.FixtureRequest) -> Iterator[Served]:

@@ -8,10 +8,12 @@ from app.core import loops
 from bench.model import configs_for
 
 PYTHON = loops.python_version()
+EVERYTHING = (loops.ENGINES, tuple(loops.LOOPS))  # served, whatever the project's answers
 
 
 def test_loop_all_sweeps_every_installed_loop_each_engine_accepts() -> None:
-    labels = {(c.engine, c.loop) for c in configs_for(list(loops.ENGINES), ["all"], ["auto"])}
+    labels = {(c.engine, c.loop) for c in configs_for(list(loops.ENGINES), ["all"], ["auto"],
+                                                        serving=EVERYTHING)}
     # Written out, not derived from the matrix: what each engine runs (docs/engines.md).
     expected = {("uvicorn", "asyncio"), ("uvicorn", "uvloop"),
                 ("granian", "asyncio"), ("granian", "uvloop"), ("granian", "rloop"),
@@ -23,12 +25,14 @@ def test_loop_all_sweeps_every_installed_loop_each_engine_accepts() -> None:
 
 
 def test_a_loop_only_one_engine_runs_is_measured_on_that_engine() -> None:
-    configs = configs_for(list(loops.ENGINES), ["rloop"], ["auto"], skip_refused=True)
+    configs = configs_for(list(loops.ENGINES), ["rloop"], ["auto"], skip_refused=True,
+                          serving=EVERYTHING)
     assert [(c.engine, c.loop) for c in configs] == [("granian", "rloop")]
 
 
 def test_trio_is_measured_on_hypercorn_alone() -> None:
-    configs = configs_for(list(loops.ENGINES), ["trio"], ["auto"], skip_refused=True)
+    configs = configs_for(list(loops.ENGINES), ["trio"], ["auto"], skip_refused=True,
+                          serving=EVERYTHING)
     assert [(c.engine, c.loop) for c in configs] == [("hypercorn", "trio")]
 
 
@@ -38,7 +42,18 @@ def test_a_named_engine_with_a_refused_loop_is_a_sentence() -> None:
 
 
 def test_parsers_apply_to_the_engines_that_take_them() -> None:
-    configs = configs_for(list(loops.ENGINES), ["auto"], ["auto", "h11", "python"])
+    configs = configs_for(list(loops.ENGINES), ["auto"], ["auto", "h11", "python"],
+                          serving=EVERYTHING)
     assert {(c.engine, c.http) for c in configs} == {
         ("uvicorn", "auto"), ("uvicorn", "h11"), ("granian", "auto"),
         ("gunicorn", "auto"), ("gunicorn", "python"), ("hypercorn", "auto")}
+
+
+def test_only_the_engines_and_loops_served_are_measured() -> None:
+    served = (("uvicorn", "hypercorn"), ("asyncio", "uvloop"))
+    configs = configs_for(["uvicorn", "hypercorn"], ["all"], ["auto"], serving=served)
+    assert {(c.engine, c.loop) for c in configs} == {
+        ("uvicorn", "asyncio"), ("uvicorn", "uvloop"), ("hypercorn", "asyncio"),
+        ("hypercorn", "uvloop")}
+    with pytest.raises(ValueError, match="does not serve the engine granian"):
+        configs_for(["granian"], ["auto"], ["auto"], serving=served)

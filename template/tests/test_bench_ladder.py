@@ -18,10 +18,10 @@ from typer.testing import CliRunner
 
 from app import custom
 from app.cli import cli
-from app.core import loops
 from bench import app_overhead, harness, ladder, ladder_report, user_like
 from bench.route import Route
 from serving.settings import get_settings
+from tests import served
 
 pytestmark = pytest.mark.bench
 WIDE = {"COLUMNS": "250"}  # table rows on one line each
@@ -113,7 +113,7 @@ def get(url: str, headers: tuple[tuple[str, str], ...]) -> tuple[int, dict[str, 
         return error.code, dict(error.headers), error.read()
 
 
-@pytest.mark.parametrize("engine", list(loops.ENGINES))
+@pytest.mark.parametrize("engine", list(served.ENGINES))
 def test_each_served_rung_is_the_app_it_is_named_after(engine: str) -> None:
     case = ladder.Case(user_like.ROUTE, user_like=True)
     answers = {}

@@ -10,7 +10,7 @@ import re
 
 import pytest
 
-from bench import drivers, machine, stats
+from bench import drivers, harness, ladder_report, machine, stats
 from bench.model import Config, Round, Run, Slice
 from bench.route import Route
 from bench.stats import Call
@@ -198,3 +198,77 @@ def test_the_cpu_sentence_names_the_dearer_side_when_the_reference_is_cheaper() 
                                "than granian"), sentence
     assert "0.81x (95 % CI" in sentence and ", 24.4 µs less a request" in sentence
     assert "of 130.0 µs (the median of the same 7 rounds)" in sentence
+
+
+def test_the_share_of_the_route_names_the_configuration_it_was_read_against() -> None:
+    # uvicorn 100 µs a request, granian 80, the app alone 60: the server is at most
+    # 40 % of the cost on uvicorn (the dearest) and 25 % on granian.
+    run = cpu_run([100] * 7, [80] * 7)
+    (sentence,) = [line for line in verdict(summarize(run), ROUTE, app_cost_us=60.0)
+                   if line.startswith("The app alone")]
+    assert sentence == (
+        "The app alone (in-process, no server) costs 60.0 µs CPU per request: the server is "
+        "at most 40% of this route's cost on uvicorn / uvloop / httptools, the dearest here "
+        "(100.0 µs), and at most 25% on granian / uvloop / hyper, the cheapest (80.0 µs).")
+    alone = Run(run.configs[1:], 0, 1.0, 7, [Round([0], {0: r.slices[1]}) for r in run.rounds])
+    (sentence,) = [line for line in verdict(summarize(alone), ROUTE, app_cost_us=60.0)
+                   if line.startswith("The app alone")]
+    assert sentence.endswith("the server is at most 25% of this route's cost on "
+                             "granian / uvloop / hyper (80.0 µs)."), sentence
+
+
+class FakeRounds:
+    """Slices for harness.run_rounds without a server: each takes `seconds` of a fake
+    clock, and every slice of the rounds numbered in `set_aside` had its core taken."""
+
+    def __init__(self, configs: int, set_aside: set[int], *, seconds: float = 1.0,
+                 reason: str = "server core 40% taken (steal)") -> None:
+        self.configs, self.set_aside, self.seconds, self.reason = (configs, set_aside,
+                                                                   seconds, reason)
+        self.now, self.slices = 0.0, 0
+
+    def clock(self) -> float:
+        return self.now
+
+    def take_slice(self, index: int) -> Slice:
+        number = self.slices // self.configs  # the round this slice belongs to
+        self.now, self.slices = self.now + self.seconds, self.slices + 1
+        load = drivers.LoadResult("synthetic", 10_000, 1.0, 0, 0, 1.0, 2.0, 3.0)
+        return Slice(load, 1.0, set_aside=self.reason if number in self.set_aside else None)
+
+
+def test_rounds_set_aside_are_told_as_they_happen_with_the_time_it_now_takes() -> None:
+    fake = FakeRounds(configs=2, set_aside={2, 3, 4}, seconds=5.0)  # 10 s a round
+    run = Run([Config("uvicorn", "uvloop"), Config("granian", "uvloop")], 0, 5.0, 30)
+    lines: list[str] = []
+    notices = harness.SetAsideNotices(  # 10 s besides the rounds
+        say=lines.append, in_all=lambda progress: 10 + progress.seconds_taken
+        + progress.seconds_left)
+    harness.run_rounds(run, wanted=6, take_slice=fake.take_slice, progress=notices,
+                       clock=fake.clock)
+    assert (len(run.rounds), len(run.kept)) == (9, 6)
+    assert lines == [
+        # After 3 rounds, 2 kept: at that pace the 4 still wanted take 6 rounds, 60 s.
+        "1 of 3 rounds so far set aside (the server's core was taken away); now about "
+        "100 s in all",
+        # Not after round 4 (10 s after the first line); after round 5, 2 kept of 5:
+        # 10 rounds at that pace, but the cap (12 rounds in all) leaves 7, 70 s.
+        "3 of 5 rounds so far set aside (the server's core was taken away); now about "
+        "130 s in all"], lines
+
+
+def test_the_ladder_tells_slices_set_aside_and_whose_core_was_taken() -> None:
+    fake = FakeRounds(configs=3, set_aside={0}, reason="driver cores 30% of a core taken")
+    run = Run([Config("uvicorn", "uvloop")] * 3, 1, 1.0, 4)
+    seen: list[harness.Progress] = []
+    lines: list[str] = []
+    notices = harness.SetAsideNotices(say=lines.append, in_all=lambda p: p.seconds_left,
+                                      per_slice=True, prefix="uvicorn on GET /health/: ")
+    harness.run_rounds(run, wanted=4, take_slice=fake.take_slice, counted=ladder_report.
+                       pairs_counted, progress=lambda p: (seen.append(p), notices(p)),
+                       clock=fake.clock)
+    # Round 0 counted for no pair: the whole cap is left, 7 rounds of 3 s.
+    assert (seen[0].counted, seen[0].rounds_left, seen[0].seconds_left) == (0, 7, 21.0)
+    assert len(run.rounds) == 5
+    assert lines == ["uvicorn on GET /health/: 3 of 3 slices so far set aside (the "
+                     "driver's cores were taken away); now about 21 s in all"], lines

@@ -12,7 +12,7 @@ import httpx
 import pytest
 
 from app.core import loops
-from tests import request_set
+from tests import request_set, served
 from tests.server_process import children, running_server
 
 loop_for = request_set.loop_for
@@ -33,7 +33,7 @@ def expected_loop(engine: str, loop: str) -> str:
     return "uvloop" if loops.importable("uvloop") else "asyncio"
 
 
-@pytest.mark.parametrize("engine", loops.ENGINES)
+@pytest.mark.parametrize("engine", served.ENGINES)
 def test_engine_serves_on_the_configured_loop(engine: str) -> None:
     loop = loop_for(engine)
     with running_server(["--engine", engine, "--loop", loop], env=request_set.OPEN) as server:
@@ -49,7 +49,7 @@ def test_engine_serves_on_the_configured_loop(engine: str) -> None:
     assert server.process.returncode in (0, -15)
 
 
-@pytest.mark.parametrize("engine", loops.ENGINES)
+@pytest.mark.parametrize("engine", served.ENGINES)
 def test_kept_alive_answers_are_not_held_back_on_asyncio(engine: str) -> None:
     """Each answer leaves at once on a kept-alive connection. A socket with Nagle on
     holds a response's second write until the client's delayed ACK: 40 ms or more a
@@ -122,7 +122,7 @@ def test_parser_and_http2(engine: str, http: str, http2: bool) -> None:
         assert h2 == H2C_REFUSED_WITH.get(engine)  # HTTP/2 only when asked
 
 
-@pytest.mark.parametrize("engine", loops.ENGINES)
+@pytest.mark.parametrize("engine", served.ENGINES)
 def test_two_workers_both_run_the_loop(engine: str) -> None:
     """Workers are forked (granian spawns them on 3.14): each must build the loop."""
     loop = loop_for(engine)
@@ -160,7 +160,7 @@ def test_workers_are_forked_from_a_launcher_of_one_thread(engine: str) -> None:
     assert threads == [str(launcher)], threads
 
 
-@pytest.mark.parametrize("engine", loops.ENGINES)
+@pytest.mark.parametrize("engine", served.ENGINES)
 def test_forwarded_headers_from_an_untrusted_address_are_ignored(engine: str) -> None:
     env = {**request_set.OPEN, "WEBSERVER_TRUSTED_PROXIES": "192.0.2.1,10.0.0.0/8"}
     with running_server(["--engine", engine, "--loop", loop_for(engine)], env=env) as server:

@@ -8,7 +8,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from app.core import loops
+from tests import served
 from tests.request_set import loop_for
 from tests.server_process import PROJECT_DIR, running_server, wait_until
 
@@ -22,7 +22,7 @@ def answers(url: str) -> bool:
         return False
 
 
-@pytest.mark.parametrize("engine", loops.ENGINES)
+@pytest.mark.parametrize("engine", served.ENGINES)
 def test_dev_server_recovers_after_a_bad_save(engine: str, tmp_path: Path) -> None:
     # Edit a copy, never the project itself: the app and the serving layer it runs on.
     for package in ("app", "serving"):

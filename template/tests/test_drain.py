@@ -15,7 +15,7 @@ import time
 import httpx
 import pytest
 
-from app.core import loops
+from tests import served
 from tests.drain import drive_and_terminate
 from tests.request_set import loop_for
 from tests.server_process import children, running, running_server
@@ -32,7 +32,7 @@ CASES = [(1, True), (2, True), (1, False)]
 @pytest.mark.demo_routes
 @pytest.mark.parametrize(("workers", "keep_alive"), CASES, ids=["1-keep-alive", "2-keep-alive",
                                                                 "1-close"])
-@pytest.mark.parametrize("engine", loops.ENGINES)
+@pytest.mark.parametrize("engine", served.ENGINES)
 def test_sigterm_under_load_completes_what_was_sent(
     engine: str, workers: int, keep_alive: bool
 ) -> None:
@@ -58,7 +58,7 @@ STALL = 0.3
 
 
 @pytest.mark.parametrize("workers", [1, 2])
-@pytest.mark.parametrize("engine", loops.ENGINES)
+@pytest.mark.parametrize("engine", served.ENGINES)
 def test_sigterm_at_saturation_resets_no_queued_connection(engine: str, workers: int) -> None:
     args = ["--engine", engine, "--loop", loop_for(engine), "--workers", str(workers)]
     env = {"WEBSERVER_GRACEFUL_TIMEOUT": str(GRACE)}
@@ -75,7 +75,7 @@ def test_sigterm_at_saturation_resets_no_queued_connection(engine: str, workers:
 
 
 @pytest.mark.demo_routes
-@pytest.mark.parametrize("engine", loops.ENGINES)
+@pytest.mark.parametrize("engine", served.ENGINES)
 def test_grace_period_bounds_the_wait_for_slow_requests(engine: str) -> None:
     env = {"WEBSERVER_GRACEFUL_TIMEOUT": "1"}
     with running_server(["--engine", engine, "--loop", loop_for(engine)], env=env) as server:
@@ -87,7 +87,7 @@ def test_grace_period_bounds_the_wait_for_slow_requests(engine: str) -> None:
     assert report.exited_after is not None and report.exited_after < 4, report.summary()
 
 
-@pytest.mark.parametrize("engine", loops.ENGINES)
+@pytest.mark.parametrize("engine", served.ENGINES)
 def test_a_server_stopped_while_a_worker_starts_stops_in_time(engine: str) -> None:
     """kill -9 a worker, then SIGTERM the server 50 ms after the replacement exists,
     while it imports the app: the server must stop well within the graceful timeout.

@@ -25,10 +25,10 @@ from fastapi.responses import JSONResponse, StreamingResponse
 from fastapi.testclient import TestClient
 
 from app import custom
-from app.core import loops
 from app.main import create_app
 from app.middleware.security_headers import SECURITY_HEADERS
 from serving.settings import get_settings
+from tests import served
 from tests.request_set import handshake, status_line
 from tests.server_process import PROJECT_DIR, running_server
 
@@ -106,7 +106,7 @@ def router_file() -> Iterator[None]:
         ROUTER_FILE.unlink(missing_ok=True)
 
 
-@pytest.fixture(scope="module", params=loops.ENGINES)
+@pytest.fixture(scope="module", params=served.ENGINES)
 def observed(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Observed:
     engine = request.param
     stderr = tmp_path_factory.mktemp(engine) / "stderr.log"

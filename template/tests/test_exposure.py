@@ -19,11 +19,11 @@ from typing import Any
 import httpx
 import pytest
 
-from app.core import loops
 from app.middleware.allowed_hosts import AllowedHostsMiddleware
 from app.middleware.security_headers import SECURITY_HEADERS
 from serving.setting_specs import BY_NAME
 from serving.settings import get_settings
+from tests import served
 from tests.request_set import handshake, status_line
 from tests.server_process import running_server
 
@@ -57,7 +57,7 @@ def answer_to(url: str, headers: dict[str, str]) -> str:
         return status_line(sock).split(" ")[1]
 
 
-@pytest.fixture(scope="module", params=loops.ENGINES)
+@pytest.fixture(scope="module", params=served.ENGINES)
 def served(request: pytest.FixtureRequest) -> Served:
     with running_server(["--engine", request.param], env=DEFAULTS) as server:
         url, port = server.url, int(server.url.rsplit(":", 1)[1])

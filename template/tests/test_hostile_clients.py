@@ -21,6 +21,7 @@ import pytest
 
 from app.core import loops
 from serving.setting_specs import BESIDE_THE_WORKERS_MIB, BY_NAME, memory_limit_mib
+from tests import served
 from tests.server_process import running_server
 from tests.test_limits import FULL_DETAIL, Served, head, memory_kib, status
 
@@ -48,7 +49,7 @@ SERVERS = list(servers())
 # The engine's own choice of parser: the one the memory test runs on.
 DEFAULT_PARSER = {engine: loops.resolve_http(engine)
                   if loops.ENGINE_SPECS[engine].parser_choice else loops.AUTO
-                  for engine in loops.ENGINES}
+                  for engine in served.ENGINES}
 
 
 @pytest.fixture(scope="module", params=SERVERS, ids=lambda s: "-".join(s[:2]))

@@ -30,6 +30,7 @@ from app.core import loops
 from app.middleware.body_budget import BodyBudget
 from app.middleware.request_limits import MAX_HEADERS, RequestLimitsMiddleware
 from serving.setting_specs import BY_NAME
+from tests import served
 from tests.server_process import running_server
 
 slow = pytest.mark.slow  # the tests that boot servers; the in-process ones at the end are not
@@ -71,13 +72,13 @@ def serving(engine: str, args: list[str]) -> Iterator[Served]:
                      server.output)
 
 
-@pytest.fixture(scope="module", params=loops.ENGINES)
+@pytest.fixture(scope="module", params=served.ENGINES)
 def defaults(request: pytest.FixtureRequest) -> Iterator[Served]:
     with serving(request.param, []) as served:
         yield served
 
 
-@pytest.fixture(scope="module", params=loops.ENGINES)
+@pytest.fixture(scope="module", params=served.ENGINES)
 def capped(request: pytest.FixtureRequest) -> Iterator[Served]:
     with serving(request.param, SHORT + capping(request.param)) as served:
         yield served

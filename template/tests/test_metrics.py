@@ -32,6 +32,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from app.core import loops
 from app.core.metrics import UNMATCHED
 from app.main import create_app
+from tests import served
 from tests.server_process import PROJECT_DIR, children, free_port, running_server
 
 ITEMS = "/demo/items/{item_id}"
@@ -491,7 +492,7 @@ def metric_files(launcher: int) -> list[str]:
 
 @pytest.mark.demo_routes
 @pytest.mark.slow
-@pytest.mark.parametrize("engine", loops.ENGINES)
+@pytest.mark.parametrize("engine", served.ENGINES)
 def test_the_listener_is_a_process_of_its_own(engine: str) -> None:
     """WEBSERVER_METRICS=port: the listener is a process of its own, not a thread of
     the launcher, which every engine forks its workers from (docs/observability.md)."""
@@ -506,7 +507,7 @@ def test_the_listener_is_a_process_of_its_own(engine: str) -> None:
 
 @pytest.mark.demo_routes
 @pytest.mark.slow
-@pytest.mark.parametrize("engine", loops.ENGINES)
+@pytest.mark.parametrize("engine", served.ENGINES)
 def test_prometheus_counts_every_request_across_recycled_workers(engine: str) -> None:
     """Two workers, recycled every few seconds: a scrape, and a PromQL query through a
     real Prometheus, count exactly the requests the app answered; none vanished with
@@ -536,7 +537,7 @@ def test_prometheus_counts_every_request_across_recycled_workers(engine: str) ->
 
 @pytest.mark.demo_routes
 @pytest.mark.slow
-@pytest.mark.parametrize("engine", loops.ENGINES)
+@pytest.mark.parametrize("engine", served.ENGINES)
 def test_killed_workers_counts_stay_and_their_requests_leave_the_in_flight_gauge(
         engine: str) -> None:
     """Two requests in flight, then kill -9 every worker: once they are respawned, what
@@ -575,7 +576,7 @@ def test_killed_workers_counts_stay_and_their_requests_leave_the_in_flight_gauge
 
 @pytest.mark.demo_routes
 @pytest.mark.slow
-@pytest.mark.parametrize("engine", loops.ENGINES)
+@pytest.mark.parametrize("engine", served.ENGINES)
 def test_metrics_at_a_path_of_the_app_port(engine: str) -> None:
     env = {"WEBSERVER_METRICS": "path"}
     with running_server(["--engine", engine, "--workers", "2"], env=env) as server:

@@ -1,11 +1,16 @@
-"""Loops that are not asyncio (trio, under Hypercorn), in every project whatever its
-loop: the template's layers have a branch of their own for them (the body and
-WebSocket timers, the in-flight gauge, `server_stopping`, the end of streams at a
-stop), and a user's code that calls asyncio fails there in a way the docs describe
-(docs/engines.md, Hypercorn)."""
+"""Loops that are not asyncio (trio, under Hypercorn), in a project that serves one
+(its answer served_loops): the template's layers have a branch of their own for them
+(the body and WebSocket timers, the in-flight gauge, `server_stopping`, the end of
+streams at a stop), and a user's code that calls asyncio fails there with a sentence
+(docs/engines.md, Hypercorn).
+
+Your app is booted once per such loop: when it cannot start there, one test fails with
+the worker's sentence (the library, and how to stop serving the loop), and the others
+on that loop are skipped."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import signal
@@ -25,34 +30,62 @@ from websockets.exceptions import ConnectionClosed
 from websockets.sync.client import connect
 
 from app.core import loops
-from tests import request_set
-from tests.server_process import PROJECT_DIR, Server, free_port, running_server
+from tests import request_set, served
+from tests.server_process import PROJECT_DIR, BootError, Server, free_port, running_server
 from tests.test_metrics import in_flight
 from tests.test_restarts import first_event_then_rest, websocket_until_closed
 
-ROWS = [(engine, name) for name, spec in loops.LOOPS.items() if not spec.asyncio
-        for engine in spec.engine_values]
+ROWS = [(engine, loop) for engine, loop in served.PAIRS if not loops.LOOPS[loop].asyncio]
+pytestmark = pytest.mark.skipif(
+    not ROWS, reason="the project serves asyncio loops only (its answer served_loops)")
 SHORT = ["--body-timeout", "1", "--ws-idle-timeout", "1", "--stream-stop-timeout", "1"]
 # What the worker says when code at its startup calls asyncio on trio (worker.py).
-STARTUP_SENTENCE = "code run at its startup calls asyncio (or a library built on it)"
+STARTUP_SENTENCE = "calls asyncio, which does not run on trio"
+NOT_STARTED = "your app does not start on {row}: test_your_app_starts_on_it[{row}] says why"
+NOT_STARTED_HERE: set[tuple[str, str]] = set()
 
 
 @pytest.fixture(scope="module", params=ROWS, ids="-".join)
-def served(request: pytest.FixtureRequest) -> Iterator[Server]:
+def booted(request: pytest.FixtureRequest) -> Iterator[Server | BootError]:
     engine, loop = request.param
-    with running_server(["--engine", engine, "--loop", loop, *SHORT],
-                        env=request_set.OPEN) as server:
+    with contextlib.ExitStack() as stack:
+        try:
+            server: Server | BootError = stack.enter_context(running_server(
+                ["--engine", engine, "--loop", loop, *SHORT], env=request_set.OPEN))
+        except BootError as error:
+            NOT_STARTED_HERE.add((engine, loop))
+            server = error
         yield server
 
 
-def test_the_request_set_is_served_on_it(served: Server) -> None:
-    detail = httpx.get(f"{served.url}/health/detailed").json()
+def test_your_app_starts_on_it(booted: Server | BootError) -> None:
+    if isinstance(booted, BootError):
+        lines = [line for line in str(booted).splitlines() if line.strip()]
+        said = next((line for line in reversed(lines) if STARTUP_SENTENCE in line), "")
+        pytest.fail(said or "\n".join(lines[-30:]), pytrace=False)
+
+
+@pytest.fixture
+def server_on_it(booted: Server | BootError, request: pytest.FixtureRequest) -> Server:
+    if isinstance(booted, BootError):
+        pytest.skip(NOT_STARTED.format(row=request.node.callspec.id))
+    return booted
+
+
+def starts(engine: str, loop: str) -> None:
+    """Skip a test that boots its own server where the module's boot failed."""
+    if (engine, loop) in NOT_STARTED_HERE:
+        pytest.skip(NOT_STARTED.format(row=f"{engine}-{loop}"))
+
+
+def test_the_request_set_is_served_on_it(server_on_it: Server) -> None:
+    detail = httpx.get(f"{server_on_it.url}/health/detailed").json()
     assert (detail["loop"], detail["loop_class"]) == ("trio", "trio.run")
-    assert request_set.observe(served.url) == request_set.expected(proxy_trusted=True)
+    assert request_set.observe(server_on_it.url) == request_set.expected(proxy_trusted=True)
 
 
-def test_a_slow_body_gets_408(served: Server) -> None:
-    port = int(served.url.rsplit(":", 1)[1])
+def test_a_slow_body_gets_408(server_on_it: Server) -> None:
+    port = int(server_on_it.url.rsplit(":", 1)[1])
     with socket.create_connection(("127.0.0.1", port), timeout=10) as sock:
         sock.sendall(b"POST /demo/echo HTTP/1.1\r\nHost: localhost\r\n"
                      b"Content-Length: 100\r\n\r\n0123456789")
@@ -60,8 +93,8 @@ def test_a_slow_body_gets_408(served: Server) -> None:
     assert answer.startswith(b"HTTP/1.1 408"), answer[:200]
 
 
-def test_an_idle_websocket_is_closed_with_1001(served: Server) -> None:
-    url = served.url.replace("http://", "ws://", 1) + "/ws/echo"
+def test_an_idle_websocket_is_closed_with_1001(server_on_it: Server) -> None:
+    url = server_on_it.url.replace("http://", "ws://", 1) + "/ws/echo"
     with connect(url, open_timeout=5) as websocket, \
             pytest.raises(ConnectionClosed) as closed:
         websocket.recv(timeout=5)
@@ -69,12 +102,12 @@ def test_an_idle_websocket_is_closed_with_1001(served: Server) -> None:
 
 
 @pytest.mark.demo_routes
-def test_the_requests_in_flight_are_written(served: Server) -> None:
-    slow = threading.Thread(target=httpx.get, args=(f"{served.url}/demo/sleep?ms=3000",),
+def test_the_requests_in_flight_are_written(server_on_it: Server) -> None:
+    slow = threading.Thread(target=httpx.get, args=(f"{server_on_it.url}/demo/sleep?ms=3000",),
                             kwargs={"timeout": 10})
     slow.start()
     time.sleep(2.2)  # the gauge is written once a second
-    counted = in_flight(served)
+    counted = in_flight(server_on_it)
     slow.join()
     assert counted == 1.0
 
@@ -82,6 +115,7 @@ def test_the_requests_in_flight_are_written(served: Server) -> None:
 @pytest.mark.demo_routes
 @pytest.mark.parametrize(("engine", "loop"), ROWS, ids="-".join)
 def test_sigterm_ends_streams_and_websockets(engine: str, loop: str) -> None:
+    starts(engine, loop)
     seen: list[str] = []
     codes: list[int | None] = []
     with running_server(["--engine", engine, "--loop", loop]) as server:
@@ -123,6 +157,8 @@ def on_trio(router: APIRouter) -> TestClient:
 
 
 def test_a_route_calling_asyncio_gets_500_and_one_on_anyio_200() -> None:
+    for engine, loop in NOT_STARTED_HERE:  # in-process, your lifespan included
+        starts(engine, loop)
     import asyncio
 
     import anyio
@@ -189,7 +225,10 @@ def test_a_lifespan_calling_asyncio_stops_the_worker_with_a_sentence(
         cwd=tmp_path, env={**os.environ, "PYTHONPATH": str(tmp_path)},
         capture_output=True, text=True, timeout=60)
     assert result.returncode == 1
-    assert result.stderr.rstrip().splitlines()[-1].endswith(
-        "use AnyIO's calls, or the loop auto, asyncio or uvloop (docs/engines.md, Hypercorn)."
-    ), result.stderr[-2000:]
-    assert STARTUP_SENTENCE in result.stderr
+    lines = custom.read_text().splitlines()
+    calling = next(number for number, line in enumerate(lines, 1) if "_asyncio.sleep" in line)
+    others = ", ".join(loop for loop in served.LOOPS if loop != "trio")
+    last = result.stderr.rstrip().splitlines()[-1]
+    assert f"code run at its startup (app/custom.py line {calling}) {STARTUP_SENTENCE}" in last
+    assert last.endswith(f"--data 'served_loops=[{others}]'` (docs/engines.md, Hypercorn)."), \
+        result.stderr[-2000:]

@@ -30,6 +30,7 @@ from websockets.sync.client import connect
 
 from app.core import loops
 from bench.http1 import ResponseReader
+from tests import served
 from tests.drain import drive_and_stop
 from tests.request_set import loop_for
 from tests.server_process import (
@@ -77,7 +78,7 @@ def websocket_until_closed(server: Server, codes: list[int | None],
 
 @pytest.mark.demo_routes
 @pytest.mark.parametrize("workers", [1, 2])
-@pytest.mark.parametrize("engine", loops.ENGINES)
+@pytest.mark.parametrize("engine", served.ENGINES)
 def test_sigterm_ends_open_streams_and_websockets(engine: str, workers: int) -> None:
     args = ["--engine", engine, "--loop", loop_for(engine), "--workers", str(workers)]
     streams: list[list[str]] = [[] for _ in range(2 * workers)]
@@ -158,7 +159,7 @@ def editable(tmp_path: Path) -> Iterator[Path]:
 
 
 @pytest.mark.parametrize("workers", [1, 2])
-@pytest.mark.parametrize("engine", loops.ENGINES)
+@pytest.mark.parametrize("engine", served.ENGINES)
 def test_sighup_under_load_serves_the_new_code_and_loses_nothing(
     engine: str, workers: int, editable: Path,
 ) -> None:
@@ -189,7 +190,7 @@ def test_sighup_under_load_serves_the_new_code_and_loses_nothing(
     assert "Traceback" not in output, output[-3000:]
 
 
-@pytest.mark.parametrize("engine", loops.ENGINES)
+@pytest.mark.parametrize("engine", served.ENGINES)
 def test_sighup_with_a_broken_version_keeps_the_old_workers(engine: str,
                                                           editable: Path) -> None:
     args = ["--engine", engine, "--loop", loop_for(engine), "--workers", "2"]
@@ -219,7 +220,7 @@ def customize(app: FastAPI) -> None:
 '''
 
 
-@pytest.mark.parametrize("engine", loops.ENGINES)
+@pytest.mark.parametrize("engine", served.ENGINES)
 def test_sighup_serves_your_new_custom_py(engine: str, editable: Path) -> None:
     """app/custom.py is read by the launcher too (your APP_ settings are checked before
     serving): a worker forked from it must still build the app from the file on disk."""
@@ -271,7 +272,7 @@ WORKER_STARTED = {"uvicorn": "Started server process", "granian": "Spawning work
 
 
 @pytest.mark.parametrize("keep_alive", [False, True], ids=["close", "keep-alive"])
-@pytest.mark.parametrize("engine", loops.ENGINES)
+@pytest.mark.parametrize("engine", served.ENGINES)
 def test_recycling_under_load_loses_no_request(engine: str, keep_alive: bool) -> None:
     args = ["--engine", engine, "--loop", loop_for(engine), "--workers", "2",
             *RECYCLING[engine]]
@@ -291,7 +292,7 @@ def test_recycling_under_load_loses_no_request(engine: str, keep_alive: bool) ->
     assert failed == [], ([o.error for o in failed[:5]], output[-3000:])
 
 
-@pytest.mark.parametrize("engine", loops.ENGINES)
+@pytest.mark.parametrize("engine", served.ENGINES)
 def test_the_reload_command_finds_the_server_by_its_port(engine: str) -> None:
     args = ["--engine", engine, "--loop", loop_for(engine), "--workers", "2"]
     with running_server(args) as server:
@@ -312,7 +313,7 @@ def test_the_reload_command_says_when_nothing_listens() -> None:
     assert "listens on port" in sent.stderr and "Traceback" not in sent.stderr, sent.stderr
 
 
-@pytest.mark.parametrize("engine", loops.ENGINES)
+@pytest.mark.parametrize("engine", served.ENGINES)
 def test_sigterm_closes_idle_kept_alive_connections(engine: str) -> None:
     """A pooling client's idle connections: closed at once, not held until their
     keep-alive timeout (or the grace period) runs out."""
@@ -347,7 +348,7 @@ def test_sigterm_closes_idle_kept_alive_connections(engine: str) -> None:
     assert stopped_after < STOP_WITHIN
 
 
-@pytest.mark.parametrize("engine", loops.ENGINES)
+@pytest.mark.parametrize("engine", served.ENGINES)
 def test_two_sighups_in_a_row_leave_as_many_workers_as_before(engine: str) -> None:
     """A second SIGHUP while a reload runs: the reloads run in turn, and the server
     ends with its number of workers, all new."""
@@ -372,9 +373,7 @@ def test_two_sighups_in_a_row_leave_as_many_workers_as_before(engine: str) -> No
 
 
 # Each engine on each loop it takes here, as `make serve ENGINE=... LOOP=...` runs it.
-CTRL_C_ROWS = [(engine, loop) for engine in loops.ENGINES
-               for loop in loops.engine_loops(engine, loops.python_version())
-               if loop != loops.AUTO and loops.is_installed(loop)]
+CTRL_C_ROWS = [(engine, loop) for engine, loop in served.PAIRS if loops.is_installed(loop)]
 # granian: under load, a worker sometimes outlived a Ctrl-C by 20 s (no traceback): not
 # understood yet, so not asserted (CHANGELOG 0.23.0).
 GRANIAN_STOP = pytest.mark.skip(reason="granian's worker may outlive a Ctrl-C under load")
@@ -410,6 +409,6 @@ def test_ctrl_c_stops_every_worker_quietly(engine: str, loop: str) -> None:
     assert_quiet(*interrupted(["--engine", engine, "--loop", loop]))
 
 
-@pytest.mark.parametrize("engine", loops.ENGINES)
+@pytest.mark.parametrize("engine", served.ENGINES)
 def test_ctrl_c_stops_the_dev_server_quietly(engine: str) -> None:
     assert_quiet(*interrupted(["--engine", engine, "--reload"]))

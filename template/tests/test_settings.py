@@ -46,6 +46,18 @@ BAD_SETTINGS = [
     ({"WEBSERVER_ENGINE": "granian", "WEBSERVER_LOOP": "trio"}, "trio needs the hypercorn engine"),
     ({"WEBSERVER_ENGINE": "uvicorn", "WEBSERVER_LOOP": "rloop"}, "rloop needs the granian engine"),
     ({"WEBSERVER_ENGINE": "granian", "WEBSERVER_LOOP": "zuvloop"}, "zuvloop needs the uvicorn"),
+    # What the project serves (its answers; WEBSERVER_SERVED_* on one machine).
+    ({"WEBSERVER_ENGINE": "granian", "WEBSERVER_SERVED_ENGINES": "uvicorn,hypercorn"},
+     "this project does not serve the engine granian (it serves uvicorn, hypercorn): add it "
+     "to WEBSERVER_SERVED_ENGINES to run it here, or to the project's answers to serve and "
+     "test it everywhere: `copier update --trust --defaults --data 'served_engines=[uvicorn, "
+     "hypercorn, granian]'`."),
+    ({"WEBSERVER_ENGINE": "hypercorn", "WEBSERVER_LOOP": "trio",
+      "WEBSERVER_SERVED_LOOPS": "asyncio,uvloop"},
+     "this project does not serve the loop trio (it serves asyncio, uvloop)"),
+    ({"WEBSERVER_SERVED_ENGINES": "uvicorn,nginx"}, "WEBSERVER_SERVED_ENGINES names 'nginx', "
+     "not an engine: list some of uvicorn, granian, gunicorn, hypercorn."),
+    ({"WEBSERVER_SERVED_LOOPS": " , "}, "WEBSERVER_SERVED_LOOPS is empty"),
     ({"WEBSERVER_PORT": "http"}, "WEBSERVER_PORT='http' is refused"),
     ({"WEBSERVER_PORT": "70000"}, "WEBSERVER_PORT='70000' is refused"),
     ({"WEBSERVER_WORKERS": "0"}, "WEBSERVER_WORKERS='0' is refused"),
@@ -393,7 +405,7 @@ def test_a_pipe_or_a_broken_link_as_env_file_is_refused_too(
 
 
 def test_every_setting_appears_wherever_it_must() -> None:
-    """Declared once: `serve --help`, .env.example and the README table all list it."""
+    """Declared once: `serve --help`, .env.example and docs/settings.md all list it."""
     from typer.testing import CliRunner
 
     from app.cli import cli
@@ -402,11 +414,11 @@ def test_every_setting_appears_wherever_it_must() -> None:
     project = Path(__file__).resolve().parents[1]
     help_text = CliRunner().invoke(cli, ["serve", "--help"], env={"COLUMNS": "200"}).stdout
     example = (project / ".env.example").read_text()
-    readme = (project / "README.md").read_text()
+    table = (project / "docs" / "settings.md").read_text()
     for spec in SETTINGS:
         assert spec.option in help_text, spec.option
         assert f"\n{spec.env}=" in example, spec.env
-        assert f"| `{spec.env}` |" in readme, spec.env
+        assert f"| `{spec.env}` |" in table, spec.env
 
 
 # -- which file of local overrides (WEBSERVER_ENV_FILE) ---------------------------------
@@ -452,3 +464,28 @@ def test_serve_warns_when_the_workers_budgets_pass_the_containers_limit() -> Non
     assert warning is not None and "488 MiB" in warning and "487 MiB" in warning
     unbounded = settings.model_copy(update={"body_budget": 0})
     assert "nothing bounds" in (memory.memory_warning(unbounded, 4096) or "")
+
+
+@pytest.mark.parametrize(("served_loops", "engine", "expected"), [
+    ("asyncio", "uvicorn", "asyncio"), ("asyncio,uvloop", "granian", "uvloop"),
+    ("rloop,asyncio", "granian", "asyncio")])
+def test_auto_picks_among_the_loops_the_project_serves(
+        served_loops: str, engine: str, expected: str) -> None:
+    settings = config.load_settings(engine=engine, loop="auto", served_loops=served_loops)
+    assert settings.resolved_loop == expected
+
+
+def test_a_flag_refused_is_named_as_the_flag_and_a_bad_value_it_replaces_is_noted(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    started: list[object] = []
+    monkeypatch.setattr(launcher, "serve", started.append)
+    refused = CliRunner().invoke(cli, [*serve_on_free_ports(), "--workers", "0"])
+    assert (refused.exit_code, refused.stderr) == (
+        2, "Cannot start: --workers 0 is refused: give a whole number from 1 to 64.\n")
+
+    (tmp_path / "local.env").write_text("WEBSERVER_WORKERS=abc\n")
+    monkeypatch.setenv(config.ENV_FILE_VARIABLE, str(tmp_path / "local.env"))
+    replaced = CliRunner().invoke(cli, [*serve_on_free_ports(), "--workers", "2"])
+    assert replaced.exit_code == 0 and len(started) == 1, replaced.output
+    assert replaced.stderr == ("Note: WEBSERVER_WORKERS='abc' is refused: give a whole number "
+                               "from 1 to 64 (its flag replaced it for this run).\n")

@@ -15,8 +15,8 @@ import httpx
 import pytest
 import trustme
 
-from app.core import loops
 from serving import tls
+from tests import served
 from tests.request_set import loop_for
 from tests.server_process import running_server, trusting
 
@@ -77,7 +77,7 @@ def tls12_cipher(url: str, ca_file: str, ciphers: str) -> str | None:
 
 
 @pytest.mark.parametrize("http2", [False, True], ids=["http1", "http2"])
-@pytest.mark.parametrize("engine", loops.ENGINES)
+@pytest.mark.parametrize("engine", served.ENGINES)
 def test_every_engine_serves_https(engine: str, http2: bool,
                                    authority: dict[str, str]) -> None:
     args = ["--engine", engine, "--loop", loop_for(engine), *(HTTP2[engine] if http2 else [])]
@@ -105,7 +105,7 @@ def test_every_engine_serves_https(engine: str, http2: bool,
         assert (aead is None) == (engine == "granian"), aead
 
 
-@pytest.mark.parametrize("engine", loops.ENGINES)
+@pytest.mark.parametrize("engine", served.ENGINES)
 def test_plain_http_to_a_tls_port_is_not_served(engine: str, authority: dict[str, str]) -> None:
     with running_server(["--engine", engine], env=tls_env(authority),
                         https_ca=authority["ca"]) as server:

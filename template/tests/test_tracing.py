@@ -31,11 +31,12 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.trace import SpanKind, StatusCode
 
-from app.core import logs, loops, tracing
+from app.core import logs, tracing
 from app.core.answers import PROJECT_SLUG
 from app.main import create_app
 from app.middleware import MIDDLEWARE
 from app.middleware.tracing import TracingMiddleware
+from tests import served
 from tests.server_process import PROJECT_DIR, running_server
 
 TRACE_ID = "4bf92f3577b34da6a3ce929d0e0e4736"
@@ -230,7 +231,7 @@ def lines_of(output: str) -> list[dict[str, Any]]:
 
 @pytest.mark.demo_routes
 @pytest.mark.slow
-@pytest.mark.parametrize("engine", loops.ENGINES)
+@pytest.mark.parametrize("engine", served.ENGINES)
 def test_the_callers_trace_reaches_the_access_log_the_logs_and_the_collector(
         engine: str, receiver: Receiver) -> None:
     env = {"OTEL_EXPORTER_OTLP_ENDPOINT": receiver.endpoint, "OTEL_BSP_SCHEDULE_DELAY": "100",

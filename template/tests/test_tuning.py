@@ -19,12 +19,12 @@ import httpx
 import pytest
 from websockets.sync.client import connect
 
-from app.core import loops
 from bench.http1 import Response, ResponseReader
+from tests import served
 from tests.server_process import running_server
 
 pytestmark = pytest.mark.slow
-ENGINES = loops.ENGINES
+ENGINES = served.ENGINES
 
 
 @pytest.fixture(autouse=True)

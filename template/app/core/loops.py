@@ -266,15 +266,63 @@ def refusal(engine: str, loop: str, python: PythonVersion) -> str | None:
             f"({WHY_REFUSED}).")
 
 
-def resolve(engine: str, loop: str, python: PythonVersion | None = None) -> str:
-    """The concrete loop to run: `auto` becomes the first installed preference."""
+def resolve(engine: str, loop: str, python: PythonVersion | None = None,
+            served: tuple[str, ...] = tuple(LOOPS)) -> str:
+    """The concrete loop to run: `auto` becomes the first installed preference among the
+    loops the project serves (asyncio when it serves none of them)."""
     if loop != AUTO:
         return loop
     python = python or python_version()
     allowed = engine_loops(engine, python)
     return next(
-        name for name in AUTO_PREFERENCE if name in allowed and is_installed(name)
+        (name for name in AUTO_PREFERENCE
+         if name in allowed and name in served and is_installed(name)), "asyncio"
     )
+
+
+def names(listed: str | list[str] | tuple[str, ...]) -> tuple[str, ...]:
+    """'uvicorn, granian' (a setting) or a list (a Copier answer) -> the names."""
+    if isinstance(listed, str):
+        listed = listed.strip().strip("[]").split(",")
+    return tuple(name.strip().strip("'\"") for name in listed if name.strip())
+
+
+def served_refusal(engine: str, loop: str, engines: tuple[str, ...],
+                   served_loops: tuple[str, ...]) -> str | None:
+    """Why the project does not serve `engine` on `loop` (one sentence), or None. The
+    project's answers say what it serves and its tests run (served_engines,
+    served_loops); WEBSERVER_SERVED_ENGINES and _LOOPS change it on one machine."""
+    unknown = next((name for name in engines if name not in ENGINES), None)
+    if unknown or not engines:
+        return (f"WEBSERVER_SERVED_ENGINES names {unknown!r}, not an engine: list some of "
+                f"{', '.join(ENGINES)}." if unknown else
+                "WEBSERVER_SERVED_ENGINES is empty: list the engines this project serves.")
+    unknown = next((name for name in served_loops if name not in LOOPS), None)
+    if unknown or not served_loops:
+        return (f"WEBSERVER_SERVED_LOOPS names {unknown!r}, not a loop: list some of "
+                f"{', '.join(LOOPS)}." if unknown else
+                "WEBSERVER_SERVED_LOOPS is empty: list the loops this project serves.")
+    if engine not in engines:
+        return _not_served("engine", engine, engines)
+    if loop != AUTO and loop not in served_loops:
+        return _not_served("loop", loop, served_loops)
+    return None
+
+
+def _not_served(kind: str, name: str, served: tuple[str, ...]) -> str:
+    question = f"served_{kind}s"
+    wider = ", ".join((*served, name))
+    return (f"this project does not serve the {kind} {name} (it serves {', '.join(served)}): "
+            f"add it to WEBSERVER_{question.upper()} to run it here, or to the project's "
+            f"answers to serve and test it everywhere: "
+            f"`copier update --trust --defaults --data '{question}=[{wider}]'`.")
+
+
+def served_pairs(engines: tuple[str, ...], served_loops: tuple[str, ...],
+                 python: PythonVersion) -> list[tuple[str, str]]:
+    """Every engine x loop pair the project serves and the matrix accepts on `python`."""
+    return [(engine, loop) for engine in ENGINES if engine in engines
+            for loop in engine_loops(engine, python)[1:] if loop in served_loops]
 
 
 def availability_refusal(engine: str, loop: str) -> str | None:

@@ -23,7 +23,7 @@ from multiprocessing.connection import Connection
 import anyio
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from app.core import logs
+from app.core import logs, loops
 from app.core.stopping import server_stopping
 from serving import drain
 from serving.engines.hypercorn.layers import HeadSizeLimit, HTTP2Off, UnreadBody
@@ -173,9 +173,10 @@ def serve_on_trio(loop: str, app: ASGIApp, served: object, settings: Settings,
     try:
         trio.run(main)
     except BaseException as error:
-        if asyncio_on_trio(error):  # the traceback, then what it means
+        if (found := asyncio_on_trio(error)) is not None:  # the traceback, then its meaning
             traceback.print_exception(error)
-            logs.announce(ASYNCIO_ON_TRIO, settings.log_format, level=logging.ERROR)
+            logs.announce(asyncio_on_trio_sentence(found, settings), settings.log_format,
+                          level=logging.ERROR)
             sys.exit(1)
         raise
 
@@ -183,24 +184,47 @@ def serve_on_trio(loop: str, app: ASGIApp, served: object, settings: Settings,
 # What trio and asyncio say when asyncio is called on trio (a request gets a 500 with
 # the first in its log line; the lifespan stops the worker).
 ASYNCIO_ON_TRIO_ERRORS = ("no running event loop", "received unrecognized yield message")
-ASYNCIO_ON_TRIO = ("The worker stopped: code run at its startup calls asyncio (or a "
-                   "library built on it), which does not run on trio (WEBSERVER_LOOP=trio); "
-                   "use AnyIO's calls, or the loop auto, asyncio or uvloop "
-                   "(docs/engines.md, Hypercorn).")
+# Packages a call passes through on its way to asyncio, never the one that made it.
+PASSED_THROUGH = {"anyio", "sniffio", "trio", "starlette", "fastapi", "hypercorn", "serving",
+                  "contextlib", "asyncio"}
 
 
-def asyncio_on_trio(error: BaseException | None, depth: int = 0) -> bool:
-    """Whether `error`, the groups it holds or what it was raised from or while
-    handling (Hypercorn's lifespan failure is raised while handling yours) is that."""
+def asyncio_on_trio(error: BaseException | None, depth: int = 0) -> BaseException | None:
+    """The error in `error`, the groups it holds or what it was raised from or while
+    handling (Hypercorn's lifespan failure is raised while handling yours) that says
+    asyncio was called on trio, or None."""
     if error is None or depth > 20:
-        return False
+        return None
     if isinstance(error, BaseExceptionGroup):
-        return any(asyncio_on_trio(inner, depth + 1) for inner in error.exceptions)
+        return next((found for inner in error.exceptions
+                     if (found := asyncio_on_trio(inner, depth + 1)) is not None), None)
     if (isinstance(error, RuntimeError | TypeError)
             and any(text in str(error) for text in ASYNCIO_ON_TRIO_ERRORS)):
-        return True
+        return error
     return (asyncio_on_trio(error.__cause__, depth + 1)
             or asyncio_on_trio(error.__context__, depth + 1))
+
+
+def caller(error: BaseException) -> str:
+    """Who called asyncio, from the traceback: 'aiosqlite, from app/custom.py line 40'."""
+    package, yours = "", ""
+    for frame in traceback.extract_tb(error.__traceback__):
+        path = frame.filename.replace("\\", "/")
+        if "-packages/" in path:
+            top = path.split("-packages/", 1)[1].split("/", 1)[0].removesuffix(".py")
+            package = package if top in PASSED_THROUGH else top
+        elif "/app/" in path:
+            yours = f"app/{path.rsplit('/app/', 1)[1]} line {frame.lineno}"
+    return ", from ".join(part for part in (package, yours) if part) or "unknown code"
+
+
+def asyncio_on_trio_sentence(error: BaseException, settings: Settings) -> str:
+    others = [name for name in loops.names(settings.served_loops) if name != "trio"]
+    return (f"The worker stopped: code run at its startup ({caller(error)}) calls asyncio, "
+            "which does not run on trio (WEBSERVER_LOOP=trio). Use AnyIO's calls instead, "
+            "or stop serving trio: drop it from the project's answers with `copier update "
+            f"--trust --defaults --data 'served_loops=[{', '.join(others)}]'` "
+            "(docs/engines.md, Hypercorn).")
 
 
 async def nudge(address: tuple[str, int]) -> None:
