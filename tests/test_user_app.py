@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import shutil
 import socket
 import subprocess
@@ -39,9 +40,14 @@ def user_project(copie_session) -> Path:
     result = copie_session.copy(extra_answers={})
     assert result.exit_code == 0, result.exception
     project = result.project_dir
+    add_user_app(project)
+    return project
+
+
+def add_user_app(project: Path) -> None:
     shutil.copy(USER_APP / "custom.py", project / "app/custom.py")
     shutil.copy(USER_APP / "routes/shop.py", project / "app/routes/shop.py")
-    return project
+    shutil.copy(USER_APP / "tests/test_shop.py", project / "tests/test_shop.py")
 
 
 def raw_exchange(port: int, request: bytes, timeout: float = 10) -> tuple[bytes, float]:
@@ -98,12 +104,12 @@ def refused_handshake(url: str, **options: object) -> httpx.Response | object:
 SHELL_SETTINGS = {"WEBSERVER_SECURITY_HEADERS": "false"}  # exported in a developer's shell
 
 
-def test_the_projects_own_stack_tests_pass_with_the_users_middleware(
-        user_project: Path) -> None:
-    """The project's tests of the template's layers, in a project whose MIDDLEWARE holds
-    a tutorial BaseHTTPMiddleware and Middleware(CORSMiddleware, ...) entries: they test
-    the template's stack, not fail on yours (0.22.0 wrapped a Middleware entry in
-    Middleware again, and let a BaseHTTPMiddleware's own chunks fail a body test)."""
+def test_make_test_passes_with_the_users_app(user_project: Path) -> None:
+    """What `make test` runs (pytest's default selection), in a project whose MIDDLEWARE
+    holds a tutorial BaseHTTPMiddleware and Middleware(CORSMiddleware, ...) entries and
+    whose lifespan opens aiosqlite: the tests check the template's promises through the
+    user's app on the engines it serves, not fail on it (0.22.0 wrapped a Middleware
+    entry in Middleware again; 0.22.2 booted it on trio, and read the developer's .env)."""
     interpreter, python = environment_for(DEFAULT_PYTHON, user_project / "pyproject.toml",
                                           ("aiosqlite",))
     # The developer's own settings, in .env and in the shell: the tests read neither
@@ -113,18 +119,42 @@ def test_the_projects_own_stack_tests_pass_with_the_users_middleware(
     env_file.write_text((kept or "") + "\nWEBSERVER_CORS_ORIGINS=https://app.example.com\n")
     try:
         tests = subprocess.run(
-            interpreter.command([str(python), "-m", "pytest", "-q", "-p", "no:cacheprovider",
-                                 "-m", "not slow and not long and not bench",
-                                 "tests/test_fused_layers.py", "tests/test_middleware.py"],
+            interpreter.command([str(python), "-m", "pytest", "-q", "-p", "no:cacheprovider"],
                                 user_project, env=SHELL_SETTINGS),
             cwd=user_project, env={**os.environ, **SHELL_SETTINGS}, capture_output=True,
-            text=True, timeout=300)
+            text=True, timeout=600)
     finally:
         if kept is None:
             env_file.unlink()
         else:
             env_file.write_text(kept)
     assert tests.returncode == 0, tests.stdout[-4000:]
+    assert "test_shop.py" not in tests.stdout  # the user's own test passed, among the rest
+
+
+def test_a_project_serving_trio_fails_once_with_a_sentence(copie_session) -> None:
+    """The user's aiosqlite lifespan cannot run on trio: in a project that serves trio,
+    one test fails, naming the library and how to stop serving trio; the rest of that
+    loop's tests are skipped."""
+    result = copie_session.copy(extra_answers={
+        "served_loops": ["asyncio", "uvloop", "rloop", "zuvloop", "trio"]})
+    assert result.exit_code == 0, result.exception
+    project = result.project_dir
+    add_user_app(project)
+    interpreter, python = environment_for(DEFAULT_PYTHON, project / "pyproject.toml",
+                                          ("aiosqlite",))
+    tests = subprocess.run(
+        interpreter.command([str(python), "-m", "pytest", "-q", "-p", "no:cacheprovider",
+                             "-rfs", "tests/test_other_libraries.py"], project),
+        cwd=project, capture_output=True, text=True, timeout=300)
+    summary = tests.stdout.strip().splitlines()[-1]
+    assert tests.returncode == 1 and re.match(r"=* ?1 failed, \d+ passed, \d+ skipped", summary), \
+        tests.stdout[-4000:]
+    assert ("code run at its startup (aiosqlite, from app/custom.py line" in tests.stdout
+            and "`copier update --trust --defaults --data 'served_loops=[asyncio, uvloop, "
+                "rloop, zuvloop]'`" in tests.stdout), tests.stdout[-4000:]
+    assert "FAILED tests/test_other_libraries.py::test_your_app_starts_on_it[hypercorn-trio]" \
+        in tests.stdout
 
 
 @pytest.mark.parametrize("engine", loops.ENGINES)

@@ -266,7 +266,7 @@ def test_port_out_of_bounds_is_worded_from_its_declaration(
     result = CliRunner().invoke(cli, ["serve", "--port", "0"])
     assert result.exit_code == 2, result.output
     assert result.stderr == (
-        "Cannot start: WEBSERVER_PORT=0 is refused: give a whole number from 1 to 65535.\n"
+        "Cannot start: --port 0 is refused: give a whole number from 1 to 65535.\n"
     )
     assert BY_NAME["port"].wanted() == "give a whole number from 1 to 65535"
 
