@@ -38,7 +38,8 @@ COPIER_YML = yaml.safe_load((TEMPLATE_ROOT / "copier.yml").read_text())
 COPIER_DEFAULTS = {
     name: spec["default"] for name, spec in COPIER_YML.items()
     if isinstance(spec, dict) and "default" in spec and spec.get("when") is not False
-}
+    and "{{" not in str(spec["default"])
+} | {"served_loops": ["asyncio", "uvloop", "rloop", "zuvloop"]}  # its default off trio
 DEFAULT_PYTHON = COPIER_DEFAULTS["python_version"]
 
 

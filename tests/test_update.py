@@ -199,7 +199,7 @@ def test_update_keeps_user_work_and_serves_the_changed_answer(
     report = update.stdout + update.stderr
     got = files(project)
     marked = sorted(name for name, text in got.items()
-                    if any(marker in text for marker in CONFLICT_MARKERS))
+                    if any(line.startswith(CONFLICT_MARKERS) for line in text.splitlines()))
     assert not any(name.endswith(".rej") for name in got), report
     assert marked == (KNOWN_CONFLICTS if release_version(source) < EXTENSION_POINTS else []), report
     if marked:
