@@ -164,6 +164,8 @@ def _choice_refusal(question: str, value: Any, choices: tuple[str, ...]) -> Refu
 
 
 def _names_refusal(question: str, value: Any, choices: tuple[str, ...]) -> Refused | None:
+    if isinstance(value, str) and not value.strip().startswith("["):  # Copier wants a list
+        return Refused(question, value, f"give a list, as [{choices[0]}, {choices[1]}]")
     given = loops.names(value)
     wrong = next((name for name in given if name not in choices), None)
     if given and wrong is None:
@@ -229,10 +231,21 @@ def _served_refusal(answers: dict[str, Any], question: str) -> Refused | None:
                       else ("loop_policy", "loop"))
     value = str(answers[answered])
     served = loops.names(answers.get(question, ()))
-    if value == loops.AUTO or value in served or question not in answers:
+    if question not in answers or value in served:
         return None
-    return Refused(question, list(served), f"it leaves out {value}, the answered {kind}",
-                   advice=f"add it, or answer another {answered}")
+    if value != loops.AUTO:
+        return Refused(question, list(served), f"it leaves out {value}, the answered {kind}",
+                       advice=f"add it, or answer another {answered}")
+    engine = str(answers["default_engine"])
+    python = loops.python_version(str(answers["python_version"]))
+    takes = [name for name in loops.AUTO_PREFERENCE
+             if name in loops.engine_loops(engine, python) and name in served]
+    if question == "served_engines" or takes:
+        return None
+    return Refused(question, list(served), f"auto picks none of them under {engine}",
+                   reason=f"the loop auto picks {', '.join(loops.AUTO_PREFERENCE)} "
+                   f"under {engine}, and none of them is served",
+                   advice="add asyncio or uvloop")
 
 
 def value_refusal(question: str, value: Any) -> str:

@@ -339,7 +339,7 @@ def test_ci_runs_the_slow_tests_on_dependabots_pull_requests() -> None:
     assert "pull_request" in triggers
     steps = {step.get("run", ""): step.get("if", "")
              for job in ci["jobs"].values() for step in job["steps"]}
-    assert steps['uv run --locked pytest -m ""'] == (
+    assert steps['uv run --locked pytest -m "slow or long or bench"'] == (
         "github.event.pull_request.user.login == 'dependabot[bot]'")
     assert steps["uv run --locked pytest"] == ""
     dependabot = yaml.safe_load((PROJECT / ".github/dependabot.yml").read_text())

@@ -75,6 +75,8 @@ def _same(spec: SettingSpec, value: str) -> bool:
             return False
     if spec.kind is bool:
         return value.strip().lower() == spec.text(default)
+    if spec.name in ("served_engines", "served_loops"):  # lists: the names, not the text
+        return loops.names(value) == loops.names(str(default))
     return value == default
 
 

@@ -14,8 +14,9 @@ import typer
 
 from app.core import loops
 from bench import drivers, harness, stats
-from bench.model import Config, configs_for, served
+from bench.model import Config, configs_for
 from bench.route import Route, RouteError, parse_pairs
+from serving.settings import served
 
 # Counted seconds of load per configuration (docs/benchmarks.md: repeatability).
 DURATION = 30.0

@@ -21,6 +21,7 @@ from app.core import loops
 from bench import drivers, stats
 from bench.machine import Shares
 from bench.route import Route
+from serving.settings import served
 
 SATURATED = 0.85  # share of the server's core below which rates are only a floor
 FIGURES = ("requests_per_second", "cpu_us_per_request")
@@ -144,14 +145,6 @@ class Run:
     def saturated(self, index: int) -> bool | None:
         busy = self.values(index, "core_busy")
         return None if not busy else statistics.median(busy) >= SATURATED
-
-
-def served() -> tuple[tuple[str, ...], tuple[str, ...]]:
-    """The engines and loops this project serves (WEBSERVER_SERVED_ENGINES and _LOOPS)."""
-    from serving.settings import get_settings
-
-    settings = get_settings()
-    return loops.names(settings.served_engines), loops.names(settings.served_loops)
 
 
 def configs_for(engines: list[str], loop_names: list[str], parsers: list[str],

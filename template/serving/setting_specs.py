@@ -129,11 +129,11 @@ SETTINGS: tuple[SettingSpec, ...] = grouped(
                 "on 3.14+, else uvloop, else asyncio), asyncio, uvloop, rloop (granian), "
                 "zuvloop (uvicorn, Python 3.14+), trio (hypercorn)"),
     SettingSpec("served_engines", str, Answer("served_engines"),
-                "the engines this project serves, separated by commas (its tests run the "
-                "answer's)"),
+                "the engines this project serves, separated by commas (its tests use the "
+                "Copier answer, not this setting)"),
     SettingSpec("served_loops", str, Answer("served_loops"),
-                "the loops this project serves, separated by commas (its tests run the "
-                "answer's); auto picks among them"),
+                "the loops this project serves, separated by commas; auto picks among them "
+                "(its tests use the Copier answer, not this setting)"),
     Group("Listener and TLS"),
     SettingSpec("host", str, "127.0.0.1", "bind address"),
     SettingSpec("port", int, Answer("port"), "port", 1, 65535),

@@ -439,6 +439,20 @@ def describe_one(item: Any) -> str:
     return f"{spec.env}={item['input']!r} is refused: {spec.wanted() or item['msg']}"
 
 
+class _Served(BaseSettings):
+    """What the project serves, read alone: the bench needs it whatever else is set."""
+
+    model_config = SettingsConfigDict(env_prefix=ENV_PREFIX, env_file=None, extra="ignore")
+    served_engines: str = str(BY_NAME["served_engines"].default_for(ANSWERS))
+    served_loops: str = str(BY_NAME["served_loops"].default_for(ANSWERS))
+
+
+def served() -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """The engines and loops this project serves (its answers, .env, the environment)."""
+    values = _Served(_env_file=env_file())
+    return loops.names(values.served_engines), loops.names(values.served_loops)
+
+
 @lru_cache
 def get_settings() -> Settings:
     return Settings(_env_file=env_file())

@@ -1,14 +1,22 @@
-"""What the project serves, by its answers (app/core/answers.py): the engines, and the
-engine x loop pairs, its tests boot your app on. Neither `.env` nor the shell changes it
-(tests/conftest.py); `copier update --data served_engines=[...]` does."""
+"""What the project serves, by its answers (app/core/answers.py): the engine x loop pairs
+its tests boot your app on, and the engines among them. Neither `.env` nor the shell
+changes it (tests/conftest.py); `copier update --data served_engines=[...]` does."""
 
 from __future__ import annotations
 
-from app.core import loops
-from serving.settings import get_settings
+import pytest
 
-_declared = get_settings()
-ENGINES = tuple(engine for engine in loops.ENGINES
-                if engine in loops.names(_declared.served_engines))
-LOOPS = loops.names(_declared.served_loops)
-PAIRS = loops.served_pairs(ENGINES, LOOPS, loops.python_version())
+from app.core import loops
+from serving.settings import served
+
+_engines, LOOPS = served()
+PAIRS = loops.served_pairs(_engines, LOOPS, loops.python_version())
+ENGINES = tuple(dict.fromkeys(engine for engine, _ in PAIRS))  # those with a served loop
+
+
+def require(engine: str, loop: str | None = None) -> None:
+    """Skip a test written for one engine (and loop) that this project does not serve."""
+    if engine not in ENGINES or (loop is not None and (engine, loop) not in PAIRS):
+        pytest.skip(f"this project does not serve {engine}"
+                    + (f" on {loop}" if loop else "") + " (its answers served_engines, "
+                    "served_loops)")

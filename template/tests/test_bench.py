@@ -24,6 +24,7 @@ from bench.http1 import ResponseReader
 from bench.model import Config
 from bench.route import Route, RouteError
 from bench.verdict import summarize, verdict
+from tests import served
 from tests.server_process import PROJECT_DIR, free_port, running_server
 
 pytestmark = pytest.mark.bench
@@ -34,6 +35,7 @@ DRIVERS = [pytest.param(d, id=d.name, marks=pytest.mark.skipif(
 
 @pytest.fixture(scope="module")
 def server_url():
+    served.require("granian")
     with running_server(["--engine", "granian", "--loop", "auto"]) as server:
         yield server.url
 
@@ -91,6 +93,7 @@ def test_non_2xx_and_failures_are_counted(server_url: str) -> None:
 
 
 def test_bench_exits_non_zero_when_requests_fail(tmp_path: Path) -> None:
+    served.require("granian")
     out = tmp_path / "bench.json"
     before = signal.getsignal(signal.SIGTERM)
     result = CliRunner().invoke(cli, [
@@ -178,6 +181,7 @@ def streaming_route() -> Iterator[Route]:
 def test_bench_engines_with_the_python_driver_on_a_streaming_route(
     streaming_route: Route, tmp_path: Path
 ) -> None:
+    served.require("uvicorn")
     with running_server(["--engine", "uvicorn"]) as server:
         address = urlsplit(server.url)
         with socket.create_connection((address.hostname, address.port), timeout=10) as sock:

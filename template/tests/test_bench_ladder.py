@@ -135,6 +135,7 @@ def test_each_served_rung_is_the_app_it_is_named_after(engine: str) -> None:
                                               (("--rung", "as served"), ladder.SAME_SETUP)])
 def test_bench_app_ladder_climbs_through_a_real_server(asked: tuple[str, ...],
                                                        first: str) -> None:
+    served.require("granian")
     result = CliRunner().invoke(cli, [
         "bench", "app", "--ladder", "--engine", "granian", "--path", "/health/",
         "--rounds", "1", "--warmup", "0", "--duration", "0.2", *asked], env=WIDE)

@@ -24,13 +24,14 @@ LOOP_MODULES = {"asyncio": "asyncio", "uvloop": "uvloop", "rloop": "rloop",
 
 def expected_loop(engine: str, loop: str) -> str:
     """The loop that must run, stated here as docs/engines.md says it: a loop named is
-    that loop; `auto` is zuvloop for uvicorn on 3.14+ when installed, else uvloop when
-    installed, else asyncio."""
+    that loop; `auto` is zuvloop for uvicorn on 3.14+ when installed and served, else
+    uvloop when installed and served, else asyncio."""
     if loop != loops.AUTO:
         return loop
-    if engine == "uvicorn" and sys.version_info >= (3, 14) and loops.importable("zuvloop"):
+    if (engine == "uvicorn" and sys.version_info >= (3, 14) and loops.importable("zuvloop")
+            and "zuvloop" in served.LOOPS):
         return "zuvloop"
-    return "uvloop" if loops.importable("uvloop") else "asyncio"
+    return "uvloop" if loops.importable("uvloop") and "uvloop" in served.LOOPS else "asyncio"
 
 
 @pytest.mark.parametrize("engine", served.ENGINES)
@@ -55,6 +56,7 @@ def test_kept_alive_answers_are_not_held_back_on_asyncio(engine: str) -> None:
     holds a response's second write until the client's delayed ACK: 40 ms or more a
     request, whatever the machine's speed (uvicorn on asyncio did, through the socket
     it binds for workers and the drain). Well under that is a stall gone, not a speed."""
+    served.require(engine, "asyncio")
     with running_server(["--engine", engine, "--loop", "asyncio"]) as server, \
             httpx.Client(base_url=server.url) as client:
         took = []
@@ -98,6 +100,7 @@ def native_parsers_loaded(pid: int) -> set[str]:
 
 @pytest.mark.parametrize(("engine", "http", "http2"), PARSER_CASES, ids=str)
 def test_parser_and_http2(engine: str, http: str, http2: bool) -> None:
+    served.require(engine)
     if http != loops.AUTO and not loops.importable(loops.HTTP_PARSERS[http].module):
         pytest.skip(f"the {http} parser is not installed here")
     args = ["--engine", engine, "--loop", loop_for(engine), "--http", http]
@@ -148,6 +151,7 @@ def test_workers_are_forked_from_a_launcher_of_one_thread(engine: str) -> None:
     the app, 0.6 s or more to the first 200 (docs/deploy.md). A fork copies only the
     thread that forks, so the launcher holds no other (the metrics listener is a
     process)."""
+    served.require(engine)
     with running_server(["--engine", engine, "--loop", loop_for(engine),
                          "--workers", "2"]) as server:
         launcher = server.process.pid

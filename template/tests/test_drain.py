@@ -94,6 +94,7 @@ def test_a_server_stopped_while_a_worker_starts_stops_in_time(engine: str) -> No
     gunicorn on uvloop took the whole timeout (30 s by default): its new worker set its
     handlers on a loop that was not running yet, and uvloop dropped the signal (asyncio
     keeps it: uvloop is the loop to test)."""
+    served.require(engine, "uvloop")
     args = ["--engine", engine, "--loop", "uvloop", "--workers", "2", "--respawn-failed-workers"]
     with running_server(args, env={"WEBSERVER_HEALTH_DETAIL": "full"}) as server:  # its pid
         launcher = server.process.pid

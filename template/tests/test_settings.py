@@ -32,6 +32,14 @@ WORKING_SETTINGS = {
     "WEBSERVER_LOG_LEVEL": "info", "WEBSERVER_WS_PING_INTERVAL": "0",
     "WEBSERVER_TRUSTED_PROXIES": "127.0.0.1",
 }
+@pytest.fixture(autouse=True)
+def every_engine_and_loop_served(monkeypatch: pytest.MonkeyPatch) -> None:
+    """These tests are about the settings and the matrix: whatever the project serves,
+    each engine and loop is there to be refused or accepted by its own rule."""
+    monkeypatch.setenv("WEBSERVER_SERVED_ENGINES", "uvicorn,granian,gunicorn,hypercorn")
+    monkeypatch.setenv("WEBSERVER_SERVED_LOOPS", "asyncio,uvloop,rloop,zuvloop,trio")
+
+
 def serve_on_free_ports() -> list[str]:
     """`serve` on free ports: the metrics listener's default, 9464, may be another
     service's here (a `make serve` beside the tests)."""

@@ -153,6 +153,7 @@ def test_hypercorn_answers_http3_and_advertises_it(authority: dict[str, str]) ->
     h3 on both ends: QUIC's ALPN, and the version the app saw."""
     from tests.http3_client import http3_get
 
+    served.require("hypercorn")
     args = ["--engine", "hypercorn", "--loop", loop_for("hypercorn"), "--http3"]
     with running_server(args, env=tls_env(authority), https_ca=authority["ca"]) as server:
         port = int(server.url.rsplit(":", 1)[1])
@@ -173,6 +174,7 @@ def test_hypercorn_answers_http3_and_advertises_it(authority: dict[str, str]) ->
 def test_http3_is_refused_without_tls_or_on_another_engine(
         engine: str, env: dict[str, str] | None, sentence: str,
         authority: dict[str, str]) -> None:
+    served.require(engine)
     started = subprocess.run(
         [sys.executable, "-m", "app", "serve", "--engine", engine, "--loop", loop_for(engine),
          "--http3"],

@@ -224,6 +224,7 @@ def test_a_uvicorn_worker_stopped_by_sigterm_is_not_taken_for_a_recycled_one() -
     recycled one (0): with respawn off the server stops. uvicorn's workers are forked
     from the launcher, whose supervisor queues the signals it gets: a worker that kept
     its handler would end with 0 and be replaced."""
+    served.require("uvicorn")
     with running_server(["--engine", "uvicorn", "--workers", "2",
                          "--no-respawn-failed-workers"]) as server:
         os.kill(detail(server.url)["pid"], signal.SIGTERM)

@@ -288,10 +288,13 @@ def names(listed: str | list[str] | tuple[str, ...]) -> tuple[str, ...]:
 
 
 def served_refusal(engine: str, loop: str, engines: tuple[str, ...],
-                   served_loops: tuple[str, ...]) -> str | None:
+                   served_loops: tuple[str, ...], python: PythonVersion | None = None,
+                   ) -> str | None:
     """Why the project does not serve `engine` on `loop` (one sentence), or None. The
     project's answers say what it serves and its tests run (served_engines,
-    served_loops); WEBSERVER_SERVED_ENGINES and _LOOPS change it on one machine."""
+    served_loops); WEBSERVER_SERVED_ENGINES and _LOOPS change it on one machine.
+    `auto` needs a served loop the engine runs on `python` (this interpreter's)."""
+    python = python or python_version()
     unknown = next((name for name in engines if name not in ENGINES), None)
     if unknown or not engines:
         return (f"WEBSERVER_SERVED_ENGINES names {unknown!r}, not an engine: list some of "
@@ -306,6 +309,11 @@ def served_refusal(engine: str, loop: str, engines: tuple[str, ...],
         return _not_served("engine", engine, engines)
     if loop != AUTO and loop not in served_loops:
         return _not_served("loop", loop, served_loops)
+    if loop == AUTO and resolve(engine, AUTO, python, served_loops) not in served_loops:
+        runs = ", ".join(name for name in engine_loops(engine, python)[1:])
+        return (f"none of the loops this project serves ({', '.join(served_loops)}) runs "
+                f"under {engine} on Python {version_text(python)}, which takes {runs}: add "
+                f"one to WEBSERVER_SERVED_LOOPS, or to the answer served_loops.")
     return None
 
 

@@ -19,11 +19,14 @@ import sys
 import traceback
 from collections.abc import Awaitable, Callable
 from multiprocessing.connection import Connection
+from pathlib import Path
 
 import anyio
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+import app
 from app.core import logs, loops
+from app.core.answers import ANSWERS
 from app.core.stopping import server_stopping
 from serving import drain
 from serving.engines.hypercorn.layers import HeadSizeLimit, HTTP2Off, UnreadBody
@@ -207,23 +210,29 @@ def asyncio_on_trio(error: BaseException | None, depth: int = 0) -> BaseExceptio
 
 def caller(error: BaseException) -> str:
     """Who called asyncio, from the traceback: 'aiosqlite, from app/custom.py line 40'."""
+    project = Path(app.__file__).resolve().parent.parent
     package, yours = "", ""
     for frame in traceback.extract_tb(error.__traceback__):
-        path = frame.filename.replace("\\", "/")
-        if "-packages/" in path:
-            top = path.split("-packages/", 1)[1].split("/", 1)[0].removesuffix(".py")
+        path = Path(frame.filename).resolve()
+        if "site-packages" in path.parts or "dist-packages" in path.parts:
+            parts = path.parts
+            index = max(i for i, part in enumerate(parts) if part.endswith("-packages"))
+            top = parts[index + 1].removesuffix(".py") if index + 1 < len(parts) else ""
             package = package if top in PASSED_THROUGH else top
-        elif "/app/" in path:
-            yours = f"app/{path.rsplit('/app/', 1)[1]} line {frame.lineno}"
+        elif path.is_relative_to(project / "app"):
+            yours = f"{path.relative_to(project).as_posix()} line {frame.lineno}"
     return ", from ".join(part for part in (package, yours) if part) or "unknown code"
 
 
 def asyncio_on_trio_sentence(error: BaseException, settings: Settings) -> str:
     others = [name for name in loops.names(settings.served_loops) if name != "trio"]
+    # Dropping trio from the served loops leaves the answered loop auto, if it was trio.
+    loop_answer = " --data loop_policy=auto" if ANSWERS["loop_policy"] == "trio" else ""
+    kept = ", ".join(others or ("asyncio", "uvloop"))
     return (f"The worker stopped: code run at its startup ({caller(error)}) calls asyncio, "
             "which does not run on trio (WEBSERVER_LOOP=trio). Use AnyIO's calls instead, "
             "or stop serving trio: drop it from the project's answers with `copier update "
-            f"--trust --defaults --data 'served_loops=[{', '.join(others)}]'` "
+            f"--trust --defaults --data 'served_loops=[{kept}]'{loop_answer}` "
             "(docs/engines.md, Hypercorn).")
 
 
