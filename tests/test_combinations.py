@@ -21,6 +21,7 @@ from tests.conftest import (
     FULL_MATRIX,
     environment_for,
     full_only,
+    only_in_full_matrix,
     served_loop,
     server_process,
 )
@@ -98,3 +99,24 @@ def test_combination(copie, cell: MatrixCell) -> None:
     assert detail["loop_class"].startswith(loops.LOOPS[loop].module + ".")
     assert detail["python"].startswith(cell.python + ".")
     assert server.process.returncode in (0, -15)
+
+
+@only_in_full_matrix
+def test_a_project_serving_less_passes_its_own_tests(copie) -> None:
+    """Two engines and two loops, neither uvloop: the project's quick tests skip what it
+    does not serve and pass on the rest, and Hypercorn on the standard library's asyncio
+    loop (whose server waits for open connections before the grace period starts) stops
+    within its graceful timeout."""
+    result = copie.copy(extra_answers={
+        "default_engine": "granian", "served_engines": ["granian", "hypercorn"],
+        "served_loops": ["asyncio", "rloop"]})
+    assert result.exit_code == 0, result.exception
+    project = result.project_dir
+    interpreter, python = environment_for(DEFAULT_PYTHON, project / "pyproject.toml")
+    for selection in ([], ["-m", "slow", "tests/test_drain.py", "-k", "hypercorn"]):
+        tests = subprocess.run(
+            interpreter.command([str(python), "-m", "pytest", "-q", "-p", "no:cacheprovider",
+                                 *selection], project),
+            cwd=project, capture_output=True, text=True, timeout=400)
+        assert tests.returncode == 0, tests.stdout[-4000:] + tests.stderr[-2000:]
+        assert " passed" in tests.stdout

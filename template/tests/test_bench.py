@@ -137,6 +137,8 @@ def test_sigterm_during_a_bench_stops_a_process_that_catches_the_unwinding() -> 
 def test_unsaturated_server_is_called_a_floor() -> None:
     # Two connections to a route that sleeps 20 ms cannot keep a core busy.
     route = Route("/demo/sleep?ms=20")
+    served.require("granian")
+    served.require("uvicorn")
     run = harness.measure([Config("granian", "auto"), Config("uvicorn", "auto")], route,
                           drivers.Python(), connections=2, duration=1.0, slice_length=0.5,
                           warmup=0)

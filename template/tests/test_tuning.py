@@ -50,7 +50,8 @@ HONOURED_BY = {
 
 
 def honouring(setting: str) -> tuple[str, ...]:
-    return HONOURED_BY[setting]
+    """The engines that honour `setting`, among those this project serves."""
+    return tuple(engine for engine in HONOURED_BY[setting] if engine in served.ENGINES)
 
 
 def detail(url: str) -> dict:
@@ -171,6 +172,7 @@ def test_recycling_under_load_replaces_workers(
     engine: str, args: list[str], requests: int, seconds: float, workers: int,
     lost_per_recycle: int,
 ) -> None:
+    served.require(engine)
     with running_server(["--engine", engine, *args]) as server:
         pids, failures = _pids_under_load(server.url, requests, seconds)
     recycles = len(pids) - workers

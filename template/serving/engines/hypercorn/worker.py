@@ -17,6 +17,7 @@ import signal
 import socket
 import sys
 import traceback
+import weakref
 from collections.abc import Awaitable, Callable
 from multiprocessing.connection import Connection
 from pathlib import Path
@@ -45,15 +46,21 @@ class Worker:
     """The app as this worker serves it: readiness reported, requests counted."""
 
     def __init__(self, app: ASGIApp, supervisor: Connection | None = None,
-                 worker_max_requests: int = 0) -> None:
+                 worker_max_requests: int = 0, tracked: bool = False) -> None:
         self.app, self.supervisor = app, supervisor
         self.requests_left = (worker_max_requests + random.randint(0, worker_max_requests // 10)
                               if worker_max_requests else 0)
+        # The tasks running a request, where the stop must end them itself (on asyncio).
+        self.in_flight: weakref.WeakSet[object] | None = weakref.WeakSet() if tracked else None
 
     def __call__(self, scope: Scope, receive: Receive, send: Send) -> Awaitable[None]:
         # A plain function handing back the app's awaitable: no coroutine per request.
         if scope["type"] == "lifespan":
             return self.app(scope, receive, self.reporting(send))
+        if self.in_flight is not None:
+            import asyncio
+
+            self.in_flight.add(asyncio.current_task())
         if self.requests_left and scope["type"] == "http":
             self.requests_left -= 1
             if not self.requests_left and self.supervisor is not None:
@@ -75,7 +82,8 @@ def served_app(supervisor: Connection, loop: str) -> ASGIApp:
     app = app if settings.http2 else HTTP2Off(app)
     app = HeadSizeLimit(app, max_header_size=settings.max_header_size)
     return Worker(UnreadBody(app, on_trio=loop == "trio"), supervisor=supervisor,
-                  worker_max_requests=settings.worker_max_requests)
+                  worker_max_requests=settings.worker_max_requests,
+                  tracked=loop == "asyncio")
 
 
 def listeners(settings: Settings) -> list[socket.socket]:
@@ -142,6 +150,9 @@ def serve_on_asyncio(loop: str, app: ASGIApp, served: object, settings: Settings
             await asked.wait()
             await stop_in_order(settings, quic,
                                 lambda task, *args: nudges.add(asyncio.create_task(task(*args))))
+            if isinstance(app, Worker) and app.in_flight is not None:
+                nudges.add(asyncio.create_task(end_after(settings.graceful_timeout,
+                                                         app.in_flight)))
 
         await hypercorn_serve(app, served, shutdown_trigger=trigger,  # type: ignore[arg-type]
                               mode="asgi")  # its guess reads a plain function as WSGI
@@ -152,6 +163,17 @@ def serve_on_asyncio(loop: str, app: ASGIApp, served: object, settings: Settings
         uvloop.run(main())
     else:
         asyncio.run(main())
+
+
+async def end_after(graceful_timeout: float, in_flight: weakref.WeakSet[object]) -> None:
+    """asyncio's own server waits for its connections to close before Hypercorn's grace
+    period starts (Python 3.12+; uvloop's does not): the requests still running once the
+    grace period has passed are cancelled here, so their connections close."""
+    import asyncio
+
+    await asyncio.sleep(graceful_timeout)
+    for task in list(in_flight):
+        task.cancel()  # type: ignore[attr-defined]
 
 
 def serve_on_trio(loop: str, app: ASGIApp, served: object, settings: Settings,
