@@ -143,20 +143,29 @@ def engines(
     from rich.console import Console
     from rich.table import Table
 
+    from serving.settings import served
+
+    served_engines, served_loops = served()
+    pairs = loops.served_pairs(served_engines, served_loops, python)
     table = Table(title=f"Engines and loops on Python {loops.version_text(python)}")
-    for column in ("engine", "loop", "verdict", "installed"):
+    for column in ("engine", "loop", "verdict", "installed", "served here"):
         table.add_column(column)
     for engine in loops.ENGINES:
         for name in loops.LOOPS:
             reason = loops.refusal(engine, name, python)
-            # The measured reason, with the engine's own option names, where there is one.
-            why = loops.LOOPS[name].refused_because.get(engine) or reason
+            # The reason in the user's terms; the measured one is in docs/engines.md.
+            why = (loops.LOOPS[name].refused_briefly.get(engine) or reason or "").replace(
+                f" ({loops.WHY_REFUSED})", "")
             verdict = "accepted" if reason is None else f"refused: {why}"
             installed = "yes" if loops.is_installed(name) else "no"
-            table.add_row(engine, name, verdict, installed)
-        auto = loops.resolve(engine, loops.AUTO, python)
-        table.add_row(engine, loops.AUTO, f"resolves to {auto}", "")
+            table.add_row(engine, name, verdict, installed,
+                          "yes" if (engine, name) in pairs else "")
+        auto = loops.resolve(engine, loops.AUTO, python, served_loops)
+        table.add_row(engine, loops.AUTO, f"resolves to {auto}", "", "")
     Console().print(table)
+    typer.echo("Served here: WEBSERVER_SERVED_ENGINES and WEBSERVER_SERVED_LOOPS (the "
+               "answers served_engines, served_loops); the measured reasons behind each "
+               "refusal: docs/engines.md, \"Evidence\".")
 
     parsers = Table(title="HTTP parsers (WEBSERVER_HTTP)")
     for column in ("engine", "parser", "HTTP/2", "verdict", "installed"):

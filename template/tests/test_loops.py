@@ -146,6 +146,23 @@ def test_engines_markdown_covers_every_python_and_parser() -> None:
     assert all(f"`{name}`" in result.output for name in loops.HTTP_POLICIES)
 
 
+def test_engines_marks_the_pairs_served_here(monkeypatch: pytest.MonkeyPatch) -> None:
+    from typer.testing import CliRunner
+
+    from app.cli import cli
+
+    monkeypatch.setenv("WEBSERVER_SERVED_ENGINES", "uvicorn,granian")
+    monkeypatch.setenv("WEBSERVER_SERVED_LOOPS", "asyncio,rloop")
+    result = CliRunner().invoke(cli, ["engines"], env={"COLUMNS": "250"})
+    assert result.exit_code == 0, result.output
+    loop_table = result.output.split("Served here")[0]  # the parsers' table follows
+    rows = [[cell.strip() for cell in line.split("│")[1:-1]]
+            for line in loop_table.splitlines() if line.startswith("│")]
+    served_here = {(row[0], row[1]) for row in rows if len(row) == 5 and row[4] == "yes"}
+    assert served_here == {("uvicorn", "asyncio"), ("granian", "asyncio"), ("granian", "rloop")}
+    assert ["uvicorn", "auto", "resolves to asyncio", "", ""] in rows  # among the served
+
+
 def test_the_matrix_makes_the_claims_the_tuning_tests_hold_engines_to() -> None:
     """tests/test_tuning.py boots each engine listed there for its setting: each must
     still honour it in the matrix, or be refused with the matrix's sentence."""
