@@ -44,6 +44,8 @@ DEFAULT_PYTHON = COPIER_DEFAULTS["python_version"]
 
 
 only_in_full_matrix = pytest.mark.skipif(not FULL_MATRIX, reason=FULL_ONLY)
+# A user's app and tests, copied into rendered projects (test_user_app.py): not ours to run.
+collect_ignore = ["user_app"]
 
 
 def full_only(*values: object, full: bool = True) -> object:

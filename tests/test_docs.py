@@ -14,9 +14,10 @@ from tests.conftest import TEMPLATE_ROOT
 
 BIN = Path(sys.executable).parent
 QUIET = {**os.environ, "NO_MKDOCS_2_WARNING": "1"}
+PROJECT_WORKFLOWS = [TEMPLATE_ROOT / "template/.github/workflows" / name
+                     for name in ("ci.yml", "template-update.yml", "upstream.yml")]
 WORKFLOWS = [TEMPLATE_ROOT / ".github/workflows/ci.yml",
-             TEMPLATE_ROOT / "template/.github/workflows/ci.yml",
-             TEMPLATE_ROOT / "template/.github/workflows/template-update.yml"]
+             TEMPLATE_ROOT / ".github/workflows/upstream.yml", *PROJECT_WORKFLOWS]
 
 
 def build(root: Path, site: Path) -> subprocess.CompletedProcess[str]:
@@ -75,7 +76,7 @@ def test_workflows_validate_against_the_github_schema() -> None:
 def test_template_workflows_are_copied_verbatim(copie) -> None:
     result = copie.copy()
     assert result.exit_code == 0, result.exception
-    for workflow in WORKFLOWS[1:]:
+    for workflow in PROJECT_WORKFLOWS:
         rendered = result.project_dir / ".github/workflows" / workflow.name
         assert rendered.read_text() == workflow.read_text()
 

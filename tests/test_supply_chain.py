@@ -24,7 +24,7 @@ from tests.conftest import DEFAULT_PYTHON, TEMPLATE_ROOT, require_interpreter
 
 BIN = Path(sys.executable).parent
 TEMPLATE_WORKFLOWS = TEMPLATE_ROOT / ".github" / "workflows"
-RENDERED_WORKFLOWS = {"ci.yml", "audit.yml", "template-update.yml"}
+RENDERED_WORKFLOWS = {"ci.yml", "audit.yml", "template-update.yml", "upstream.yml"}
 ECOSYSTEMS = {"uv", "github-actions", "docker"}
 MIN_COOLDOWN_DAYS = 7
 USES = re.compile(r"^\s*(?:-\s+)?uses:\s*(?P<action>[^@\s]+)@(?P<ref>\S+)(?P<comment>.*)$")
