@@ -11,6 +11,7 @@ jitter) asks to be replaced: the supervisor starts its successor, then stops it.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import random
 import signal
@@ -58,8 +59,6 @@ class Worker:
         if scope["type"] == "lifespan":
             return self.app(scope, receive, self.reporting(send))
         if self.in_flight is not None:
-            import asyncio
-
             self.in_flight.add(asyncio.current_task())
         if self.requests_left and scope["type"] == "http":
             self.requests_left -= 1
@@ -134,8 +133,6 @@ async def stop_in_order(settings: Settings, quic: list[tuple[str, int]],
 
 def serve_on_asyncio(loop: str, app: ASGIApp, served: object, settings: Settings,
                      quic: list[tuple[str, int]]) -> None:
-    import asyncio
-
     from hypercorn.asyncio import serve as hypercorn_serve
 
     nudges: set[asyncio.Task[None]] = set()
@@ -169,8 +166,6 @@ async def end_after(graceful_timeout: float, in_flight: weakref.WeakSet[object])
     """asyncio's own server waits for its connections to close before Hypercorn's grace
     period starts (Python 3.12+; uvloop's does not): the requests still running once the
     grace period has passed are cancelled here, so their connections close."""
-    import asyncio
-
     await asyncio.sleep(graceful_timeout)
     for task in list(in_flight):
         task.cancel()  # type: ignore[attr-defined]
