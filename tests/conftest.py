@@ -59,10 +59,10 @@ def pytest_configure(config: pytest.Config) -> None:
         releases.ensure_tags(TEMPLATE_ROOT)
 
 
-# Longest first, so the two xdist workers end together instead of one waiting out a
+# Longest tests first, so the xdist workers end together instead of one waiting out a
 # minute-long test started last (worksteal rebalances the rest).
-SLOWEST_MODULES = ["test_reliability.py", "test_container.py", "test_combinations.py",
-                   "test_update.py"]
+SLOWEST_MODULES = ["test_reliability.py", "test_user_app.py", "test_first_hour.py",
+                   "test_container.py", "test_combinations.py", "test_update.py"]
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:

@@ -1,8 +1,7 @@
 """Every allowed answer combination renders, lints clean, passes its own tests, and boots.
 
-The project's own tests boot both engines on the combination's loop and run the same
-request set (static file, WebSocket echo, forwarded headers) on each, once per Python
-and loop policy; the boot here checks what they do not: with no flags, the answers
+The project's own tests boot every engine on the combination's loop (OWN_TESTS says
+which, where); the boot here checks what they do not: with no flags, the answers
 (app/core/answers.py) are served.
 """
 
@@ -28,32 +27,38 @@ from tests.conftest import (
 
 RUFF = str(Path(sys.executable).with_name("ruff"))
 ALLOWED = [cell for cell in matrix() if cell.allowed]
-# The project's own tests boot both engines on the project's loop policy, so two
-# combinations that differ only in the default engine run the same tests: run them for
-# the first combination of each Python and loop policy. The rest run once per Python,
-# with the policy `auto`; for each other policy, the boot tests that depend on the loop:
-# served on it, by each of two workers, and, on zuvloop (the Zig loop with the Zig
-# parser), with every parser.
-# `make test` runs them on the default Python with `auto`, and for the loops only a
-# newer Python has (zuvloop); every engine x loop pair is booted below, on its loop. The
-# loop-dependent tests of the other policies on the default Python repeat that with two
-# workers: `make test-all` runs them, on every Python.
-OWN_TESTS = {(cell.python, cell.loop): cell for cell in reversed(ALLOWED)
-             if FULL_MATRIX or (cell.python == DEFAULT_PYTHON and cell.loop == loops.AUTO)
-             or not any(other.loop == cell.loop and other.python == DEFAULT_PYTHON
-                        for other in ALLOWED)}
-
-
-# Each cell renders, lints and boots its answers. `make test` boots every engine x loop
-# pair on the default Python (and the pairs only a newer Python has), and every engine
-# with the policy `auto` on every Python; `make test-all`, every cell.
+NEWEST_PYTHON = loops.PYTHON_VERSIONS[-1]
+# Every cell renders, lints and boots its answers (no flags: the engine and loop are the
+# answers). `make test` boots every engine x loop pair on the default Python (and the
+# pairs only a newer Python has), and every engine with the policy `auto` on every
+# Python; `make test-all`, every cell.
 BOOTED = [cell for cell in ALLOWED
           if FULL_MATRIX or cell.python == DEFAULT_PYTHON or cell.loop == loops.AUTO
-          or OWN_TESTS.get((cell.python, cell.loop)) == cell]
+          or not any(other.loop == cell.loop and other.python == DEFAULT_PYTHON
+                     for other in ALLOWED)]
+# The project's own tests boot every engine on the project's loop policy, so they run
+# once per Python and loop policy, on its first cell: `make test-all` only (`make test`
+# runs them once, with a user's app: test_user_app.py).
+# - The quick tests whole, with the policy `auto`, on the oldest and the newest Python:
+#   what changes between Pythons shows at either end (3.12 and 3.14 boot every cell and
+#   run the loop's tests below). On the default Python, only the trio rows: the rest
+#   run there with a user's app (test_user_app.py) and as the README's Quick start
+#   (test_first_hour.py), which serve every loop but trio.
+# - For every other policy, the boot tests that depend on the loop: served on it (each
+#   engine), by two workers on the default and the newest Python (how workers start
+#   changes only there, for granian), and, on zuvloop (the Zig loop with the Zig parser),
+#   with every parser.
+OWN_TESTS = {(cell.python, cell.loop): cell for cell in reversed(ALLOWED)}
+WHOLE_QUICK_TESTS = (loops.PYTHON_VERSIONS[0], NEWEST_PYTHON)
 
 
-def loop_dependent_tests(loop: str) -> list[str]:
-    selected = ["configured_loop", "two_workers", *(["parser"] if loop == "zuvloop" else [])]
+def own_tests(cell: MatrixCell) -> list[str]:
+    """The arguments of the project's pytest run for this cell ([]: the quick tests)."""
+    if cell.loop == loops.AUTO:
+        return [] if cell.python in WHOLE_QUICK_TESTS else ["-k", "trio"]
+    selected = ["configured_loop",
+                *(["two_workers"] if cell.python in (DEFAULT_PYTHON, NEWEST_PYTHON) else []),
+                *(["parser"] if cell.loop == "zuvloop" else [])]
     return ["tests/test_boot.py", "-k", " or ".join(selected)]
 
 
@@ -76,17 +81,17 @@ def test_combination(copie, cell: MatrixCell) -> None:
                           capture_output=True, text=True)
     assert lint.returncode == 0, lint.stdout
 
-    if OWN_TESTS.get((cell.python, cell.loop)) == cell:
-        own_tests = subprocess.run(
+    if FULL_MATRIX and OWN_TESTS[(cell.python, cell.loop)] == cell:
+        tests = subprocess.run(
             interpreter.command(
                 [str(python), "-m", "pytest", "-q", "-p", "no:cacheprovider",
-                 "-m", "not slow and not bench",
-                 *(loop_dependent_tests(cell.loop) if cell.loop != loops.AUTO else [])],
+                 "-m", "not slow and not bench", *own_tests(cell)],
                 project,
             ),
             cwd=project, capture_output=True, text=True, timeout=400,
         )
-        assert own_tests.returncode == 0, own_tests.stdout[-4000:] + own_tests.stderr[-2000:]
+        assert tests.returncode == 0, tests.stdout[-4000:] + tests.stderr[-2000:]
+        assert " passed" in tests.stdout, tests.stdout[-2000:]
 
     # No flags: the engine and loop are the answers (app/core/answers.py).
     full = {"WEBSERVER_HEALTH_DETAIL": "full"}

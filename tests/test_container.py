@@ -145,7 +145,8 @@ def test_image_builds_serves_and_drains(copie, answer_set: str) -> None:
                             env=switched) as container:
         assert detail(container.url)["engine"] == other
 
-    play_the_kubernetes_manifests(project, image, slug, port, engine, baked_loop)
+    play_the_kubernetes_manifests(project, image, slug, port, engine, baked_loop,
+                                  deployment_name=name)
 
     # The image runs as uid 10001, which may not listen below 1024.
     for each in loops.ENGINES:
@@ -159,14 +160,16 @@ def test_image_builds_serves_and_drains(copie, answer_set: str) -> None:
 
 
 def play_the_kubernetes_manifests(project: Path, image: str, slug: str, port: int,
-                                  engine: str, baked_loop: str) -> None:
+                                  engine: str, baked_loop: str, *, deployment_name: str
+                                  ) -> None:
     """`podman kube play` the rendered Deployment and ConfigMap on the image just built,
     with the baked engine, as the manifests run it: non-root, read-only root
     filesystem, /tmp a volume.
 
     For this machine only: one replica (podman starts every replica on the same host
-    port), the port published on 127.0.0.1, and the ConfigMap naming another loop than
-    the image's, so serving it proves the pods read the ConfigMap.
+    port), the ports published on 127.0.0.1, the Deployment named for this test (answer
+    sets share a project name, and their tests run at once), and the ConfigMap naming
+    another loop than the image's, so serving it proves the pods read the ConfigMap.
     """
     loop = "asyncio" if baked_loop != "asyncio" else "uvloop"
     manifests = project / "deploy" / "kubernetes"
@@ -175,8 +178,12 @@ def play_the_kubernetes_manifests(project: Path, image: str, slug: str, port: in
     host_port = server_process.free_port()
     deployment = yaml.safe_load((manifests / "deployment.yaml").read_text())
     deployment["spec"]["replicas"] = 1
+    deployment["metadata"]["name"] = deployment_name
     container = deployment["spec"]["template"]["spec"]["containers"][0]
     container["ports"][0].update(hostPort=host_port, hostIP="127.0.0.1")
+    # podman publishes every containerPort, the metrics one on its own number otherwise
+    container["ports"][1].update(hostPort=server_process.free_port(besides=host_port),
+                                 hostIP="127.0.0.1")
     container["image"] = image  # the rendered one names a registry this machine lacks
     configmap = yaml.safe_load((manifests / "configmap.yaml").read_text())
     configmap["data"].update(WEBSERVER_ENGINE=engine, WEBSERVER_LOOP=loop,
@@ -189,7 +196,8 @@ def play_the_kubernetes_manifests(project: Path, image: str, slug: str, port: in
         containers.podman("kube", "play", "--configmap", str(played / "configmap.yaml"),
                           deployment_file, timeout=120)
         url = f"http://127.0.0.1:{host_port}"
-        containers.wait_until_serving(containers.Container(f"{slug}-pod-0-{slug}", url), 30)
+        pod_container = containers.Container(f"{deployment_name}-pod-0-{slug}", url)
+        containers.wait_until_serving(pod_container, 30)
         with urllib.request.urlopen(f"{url}/livez", timeout=5) as answer:
             assert answer.read() == b"ok"
         served = detail(url)

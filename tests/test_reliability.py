@@ -1,10 +1,11 @@
-"""The generated project's slow tests, once per Python, and its bench tests once.
+"""The generated project's slow tests, and its bench tests once: `make test-all` only.
 
-Drain under load and dev reload do not depend on the answers, only on how the engines
-start workers: forked on 3.11-3.13, spawned on 3.14 (granian). So they run on the
-default Python and on 3.14; every combination runs the fast rest
-(test_combinations.py). The bench tests exercise the load drivers, which do
-not change with the Python: they run on the default answers.
+They do not depend on the answers, only on how the engines start workers: forked on
+every Python, except granian's, spawned on 3.14 and newer (uvicorn's and Hypercorn's
+worker managers fork explicitly; gunicorn always forks). So every engine's rows run on
+the default Python, and granian's again on the newest; every combination runs the quick
+rest (test_combinations.py). The bench tests exercise the load drivers, which do not
+change with the Python: they run on the default answers.
 """
 
 from __future__ import annotations
@@ -19,7 +20,6 @@ from tests.conftest import (
     DEFAULT_PYTHON,
     TEMPLATE_ROOT,
     environment_for,
-    full_only,
     only_in_full_matrix,
 )
 
@@ -48,9 +48,8 @@ def run_marked(copie, python_version: str | None, marker: str, *paths: str) -> s
     return run.stdout
 
 
-# Forked workers on the default Python; spawned ones (granian) on the newest.
-WORKER_START_PYTHONS = [DEFAULT_PYTHON, loops.PYTHON_VERSIONS[-1]]
-# The project's slow tests in two parts, so the two suite workers share them evenly.
+NEWEST_PYTHON = loops.PYTHON_VERSIONS[-1]
+# The project's slow tests in parts, so the suite's workers share them evenly.
 SLOW_PARTS = {
     "settings": ["tests/test_tuning.py"],
     "drain-reload": ["tests/test_drain.py", "tests/test_dev_reload.py"],
@@ -61,11 +60,25 @@ SLOW_PARTS = {
 }
 
 
-@pytest.mark.parametrize(("python_version", "part"), [
-    full_only(version, part, full=version != DEFAULT_PYTHON)
-    for version in WORKER_START_PYTHONS for part in SLOW_PARTS])
-def test_slow_tests(copie, python_version: str, part: str) -> None:
-    run_marked(copie, python_version, "slow and not long", *SLOW_PARTS[part])
+@only_in_full_matrix
+@pytest.mark.parametrize("part", SLOW_PARTS)
+def test_slow_tests(copie, part: str) -> None:
+    run_marked(copie, DEFAULT_PYTHON, "slow and not long", *SLOW_PARTS[part])
+
+
+# granian's rows on the newest Python, where its workers are spawned: the restarts
+# (most of the time) apart from the rest.
+NEWEST_PARTS = {"restarts": SLOW_PARTS["restarts"],
+                "the-rest": [path for part, paths in SLOW_PARTS.items() if part != "restarts"
+                             for path in paths]}
+
+
+@only_in_full_matrix
+@pytest.mark.parametrize("part", NEWEST_PARTS)
+def test_slow_tests_of_granian_on_the_newest_python(copie, part: str) -> None:
+    output = run_marked(copie, NEWEST_PYTHON, "slow and not long", "-k", "granian",
+                        *NEWEST_PARTS[part])
+    assert "granian" in output  # -rA names each test that ran
 
 
 def test_slow_parts_cover_every_slow_module() -> None:
@@ -81,6 +94,7 @@ def test_worker_lifetime(copie) -> None:
     run_marked(copie, None, "long")
 
 
+@only_in_full_matrix
 def test_bench_drivers(copie) -> None:
     output = run_marked(copie, None, "bench")
     # CI installs wrk, h2load and ab: there, no driver may be skipped.

@@ -114,7 +114,7 @@ def test_the_requests_in_flight_are_written(server_on_it: Server) -> None:
 
 
 @pytest.mark.demo_routes
-@pytest.mark.parametrize(("engine", "loop"), ROWS, ids="-".join)
+@pytest.mark.parametrize(("engine", "loop"), ROWS)
 def test_sigterm_ends_streams_and_websockets(engine: str, loop: str) -> None:
     starts(engine, loop)
     seen: list[str] = []
@@ -210,7 +210,7 @@ async def lifespan(app: FastAPI) -> AsyncIterator[dict[str, object]]:
 '''
 
 
-@pytest.mark.parametrize(("engine", "loop"), ROWS, ids="-".join)
+@pytest.mark.parametrize(("engine", "loop"), ROWS)
 def test_a_lifespan_calling_asyncio_stops_the_worker_with_a_sentence(
         tmp_path: Path, engine: str, loop: str) -> None:
     for package in ("app", "serving"):

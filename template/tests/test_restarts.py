@@ -403,7 +403,7 @@ def assert_quiet(output: str, code: int | None) -> None:
     assert not [line for line in output.splitlines() if "ERROR" in line], output[-3000:]
 
 
-@pytest.mark.parametrize(("engine", "loop"), CTRL_C_ROWS, ids="-".join)
+@pytest.mark.parametrize(("engine", "loop"), CTRL_C_ROWS)
 def test_ctrl_c_stops_every_worker_quietly(engine: str, loop: str) -> None:
     assert_quiet(*interrupted(["--engine", engine, "--loop", loop]))
 
