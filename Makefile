@@ -1,5 +1,5 @@
 # copier-fastapi-engines: `make demo` renders a project with the defaults and serves it;
-# `make test` runs the template's own suite, each capability once (about 5 minutes);
+# `make test` runs the template's own suite, each capability once (under 5 minutes);
 # `make test-all` the full matrix, what CI runs. They set themselves up with python3 only.
 
 PYTHON ?= python3
@@ -16,11 +16,10 @@ $(DEV): pyproject.toml
 		-r pyproject.toml --group pyproject.toml:dev
 	@touch $@
 
-# Three test workers on two cores for the quick check: most of a test waits on servers
-# booting in subprocesses. CI's full matrix keeps two (pyproject.toml): its timing
-# tests get the headroom.
+# Three test workers on two cores (pyproject.toml): most of a test waits on servers
+# booting in subprocesses (docs/suite.md).
 test: $(DEV)
-	$(VENV)/bin/python -m pytest -n 3 $(PYTEST_ARGS)
+	$(VENV)/bin/python -m pytest $(PYTEST_ARGS)
 
 test-all: $(DEV)
 	FULL_MATRIX=1 $(VENV)/bin/python -m pytest $(PYTEST_ARGS)

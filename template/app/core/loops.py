@@ -90,8 +90,8 @@ GUNICORN_LOOPS = ("gunicorn 27's asgi_loop takes auto, asyncio or uvloop only: "
 # tests/test_dev_reload.py -k ENGINE`.
 PASSED = ("the project's boot, request-set (Range and WebSockets included), two-worker, "
           "drain (saturation included) and dev-reload tests pass ({where})")
-ON_313 = PASSED.format(where="Python 3.13 and 3.15.0, uvicorn 0.54, granian 2.8.9, "
-                             "gunicorn 27.0.1")
+ON_313 = PASSED.format(where="Python 3.13 and 3.15.0, uvicorn 0.54 and 0.55, "
+                             "granian 2.8.9, gunicorn 27.0.1")
 ON_HYPERCORN = PASSED.format(where="Python 3.13, Hypercorn 0.18.0")
 ON_TRIO = (PASSED.format(where="Python 3.13, Hypercorn 0.18.0, trio 0.35.0")
            + "; so do its limits, restarts and TLS tests (HTTP/3 included)")
@@ -134,11 +134,10 @@ LOOPS: dict[str, LoopSpec] = {
             refused_because={
                 "hypercorn": "Hypercorn 0.18 served on rloop 0.5 fails with EBADF: rloop "
                 "detaches the socket handed to create_server(sock=...)",
-                "uvicorn": "uvicorn 0.54 on rloop 0.5 (as `rloop:new_event_loop`) serves "
-                "HTTP, but a WebSocket it accepts is never switched to (its frames reach "
-                "the HTTP parser: `Invalid HTTP request received`), SIGTERM then waits "
-                "on that connection until killed, and one process lost 5-49 of ~900 "
-                "requests sent before SIGTERM (the same on Python 3.15.0)",
+                "uvicorn": "uvicorn 0.55 on rloop 0.5 (as `rloop:new_event_loop`) serves "
+                "HTTP, but never answers a WebSocket handshake (the client times out), "
+                "and SIGTERM then waits on that connection until killed (uvicorn 0.54 "
+                "also lost 5-49 of ~900 requests sent before SIGTERM)",
                 "gunicorn": GUNICORN_LOOPS.format(loop="rloop"),
             },
         ),
@@ -149,7 +148,7 @@ LOOPS: dict[str, LoopSpec] = {
             min_python=(3, 14),
             engine_values={"uvicorn": "zuvloop"},
             verified={"uvicorn": PASSED.format(where="Python 3.14.8 and 3.15.0, uvicorn "
-                                                     "0.54, zuvloop 0.0.17")},
+                                                     "0.54 and 0.55, zuvloop 0.0.17")},
             refused_briefly={
                 "granian": "granian runs its own list of loops (asyncio, uvloop, rloop), "
                 "which zuvloop is not on",
@@ -178,9 +177,9 @@ LOOPS: dict[str, LoopSpec] = {
                 "gunicorn": GUNICORN_BRIEFLY,
             },
             refused_because={
-                "uvicorn": "uvicorn 0.54's loop option takes asyncio event loops only "
-                "(LOOP_FACTORIES: auto, asyncio, uvloop, or a factory of an asyncio "
-                "loop); trio has no asyncio loop to give it",
+                "uvicorn": "uvicorn 0.55's loop option takes asyncio event loops only "
+                "(LOOP_FACTORIES: none, auto, asyncio, uvloop, zuvloop, or a factory of "
+                "an asyncio loop); trio has no asyncio loop to give it",
                 "granian": "granian 2.8.9's loop option takes asyncio, uvloop, rloop "
                 "and winloop, all asyncio loops",
                 "gunicorn": GUNICORN_LOOPS.format(loop="trio"),
