@@ -60,7 +60,7 @@ def pytest_configure(config: pytest.Config) -> None:
 
 
 # Longest tests first, so the xdist workers end together instead of one waiting out a
-# minute-long test started last (worksteal rebalances the rest).
+# minute-long test started last.
 SLOWEST_MODULES = ["test_reliability.py", "test_user_app.py", "test_first_hour.py",
                    "test_container.py", "test_combinations.py", "test_update.py"]
 

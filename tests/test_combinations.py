@@ -38,27 +38,30 @@ BOOTED = [cell for cell in ALLOWED
                      for other in ALLOWED)]
 # The project's own tests boot every engine on the project's loop policy, so they run
 # once per Python and loop policy, on its first cell: `make test-all` only (`make test`
-# runs them once, with a user's app: test_user_app.py).
-# - The quick tests whole, with the policy `auto`, on the oldest and the newest Python:
-#   what changes between Pythons shows at either end (3.12 and 3.14 boot every cell and
-#   run the loop's tests below). On the default Python, only the trio rows: the rest
-#   run there with a user's app (test_user_app.py) and as the README's Quick start
-#   (test_first_hour.py), which serve every loop but trio.
-# - For every other policy, the boot tests that depend on the loop: served on it (each
-#   engine), by two workers on the default and the newest Python (how workers start
-#   changes only there, for granian), and, on zuvloop (the Zig loop with the Zig parser),
-#   with every parser.
+# runs them once, with a user's app: test_user_app.py). What changes between Pythons
+# shows at either end, and how workers start changes only on the newest (granian); the
+# Pythons between boot every cell.
+# - The quick tests whole, with the policy `auto`, on the oldest and the newest Python.
+#   On the default Python, only the trio rows: the rest run there with a user's app,
+#   whose project serves every loop but trio.
+# - For every other policy, on the default and the newest Python, the boot tests that
+#   depend on the loop: served on it by each engine, by two workers, and, on zuvloop
+#   (the Zig loop with the Zig parser), with every parser.
 OWN_TESTS = {(cell.python, cell.loop): cell for cell in reversed(ALLOWED)}
 WHOLE_QUICK_TESTS = (loops.PYTHON_VERSIONS[0], NEWEST_PYTHON)
+LOOP_TESTS = (DEFAULT_PYTHON, NEWEST_PYTHON)
 
 
-def own_tests(cell: MatrixCell) -> list[str]:
-    """The arguments of the project's pytest run for this cell ([]: the quick tests)."""
+def own_tests(cell: MatrixCell) -> list[str] | None:
+    """The arguments of the project's pytest run for this cell ([]: the quick tests
+    whole; None: no run)."""
+    if cell.loop == loops.AUTO and cell.python in WHOLE_QUICK_TESTS:
+        return []
     if cell.loop == loops.AUTO:
-        return [] if cell.python in WHOLE_QUICK_TESTS else ["-k", "trio"]
-    selected = ["configured_loop",
-                *(["two_workers"] if cell.python in (DEFAULT_PYTHON, NEWEST_PYTHON) else []),
-                *(["parser"] if cell.loop == "zuvloop" else [])]
+        return ["-k", "trio"] if cell.python == DEFAULT_PYTHON else None
+    if cell.python not in LOOP_TESTS:
+        return None
+    selected = ["configured_loop", "two_workers", *(["parser"] if cell.loop == "zuvloop" else [])]
     return ["tests/test_boot.py", "-k", " or ".join(selected)]
 
 
@@ -81,11 +84,12 @@ def test_combination(copie, cell: MatrixCell) -> None:
                           capture_output=True, text=True)
     assert lint.returncode == 0, lint.stdout
 
-    if FULL_MATRIX and OWN_TESTS[(cell.python, cell.loop)] == cell:
+    selection = own_tests(cell) if OWN_TESTS[(cell.python, cell.loop)] == cell else None
+    if FULL_MATRIX and selection is not None:
         tests = subprocess.run(
             interpreter.command(
                 [str(python), "-m", "pytest", "-q", "-p", "no:cacheprovider",
-                 "-m", "not slow and not bench", *own_tests(cell)],
+                 "-m", "not slow and not bench", *selection],
                 project,
             ),
             cwd=project, capture_output=True, text=True, timeout=400,

@@ -10,11 +10,10 @@ the line's comment), `make add PKG=...` and its commit. Ctrl-C (SIGINT to the pr
 group) then stops the server. Nothing is hard-coded here but how to run a line: change
 the README's Quick start and this test runs the new one.
 
-`make test` runs as written once, in `make test-all`'s run from the working tree: the
-project's quick tests (its slow, bench and long ones run through test_reliability.py and
-test_combinations.py). Elsewhere (`make test`; the newest release, whose Quick start ran
-whole when it was released) it runs with `PYTEST_ADDOPTS=--collect-only`: the command
-works and finds the tests, which test_user_app.py runs on the same answers.
+`make test` runs with `PYTEST_ADDOPTS=--collect-only`: the command works and finds the
+project's tests, which test_user_app.py runs whole, with `make test`, on the same
+answers and a user's app (its slow, bench and long ones run through
+test_reliability.py and test_combinations.py).
 
 A second test renders a project for a Python this machine does not have and checks that
 `make install` stops with the Makefile's one sentence and downloads nothing.
@@ -39,7 +38,6 @@ import pytest
 from tests import releases
 from tests.conftest import (
     DEFAULT_PYTHON,
-    FULL_MATRIX,
     TEMPLATE_ROOT,
     full_only,
     require_interpreter,
@@ -154,7 +152,6 @@ def test_the_readme_quick_start_works_as_written(tmp_path: Path, ref: str | None
                           capture_output=True).returncode != 0, "something was committed"
 
     env = user_environment(str(Path(interpreter.executable).parent))
-    whole_tests = FULL_MATRIX and ref == "HEAD"  # the module's docstring says why
     lines = quick_start((project / "README.md").read_text())
     seen: list[str] = []
     server: subprocess.Popen[bytes] | None = None
@@ -177,7 +174,7 @@ def test_the_readme_quick_start_works_as_written(tmp_path: Path, ref: str | None
                 continue
             if argv[0] == "curl":
                 assert server is not None and server.poll() is None, f"{line}: no server"
-            collect_only = argv[:2] == ["make", "test"] and not whole_tests
+            collect_only = argv[:2] == ["make", "test"]  # the module's docstring says why
             result = subprocess.run(
                 ["sh", "-c", line], cwd=project, capture_output=True, text=True,
                 env={**env, "PYTEST_ADDOPTS": "--collect-only"} if collect_only else env,

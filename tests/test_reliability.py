@@ -50,13 +50,15 @@ def run_marked(copie, python_version: str | None, marker: str, *paths: str) -> s
 
 NEWEST_PYTHON = loops.PYTHON_VERSIONS[-1]
 # The project's slow tests in parts, so the suite's workers share them evenly.
-SLOW_PARTS = {
-    "settings": ["tests/test_tuning.py"],
+SIGHUP = "sighup or reload_command"
+SLOW_PARTS = {  # longest first (conftest.py)
+    "restarts-sighup": ["tests/test_restarts.py", "-k", SIGHUP],
+    "restarts-rest": ["tests/test_restarts.py", "-k", f"not ({SIGHUP})"],
     "drain-reload": ["tests/test_drain.py", "tests/test_dev_reload.py"],
+    "settings": ["tests/test_tuning.py"],
+    "observability": ["tests/test_metrics.py", "tests/test_tracing.py"],
     "limits": ["tests/test_limits.py"],
     "hostile": ["tests/test_hostile_clients.py"],
-    "observability": ["tests/test_metrics.py", "tests/test_tracing.py"],
-    "restarts": ["tests/test_restarts.py"],
 }
 
 
@@ -68,9 +70,9 @@ def test_slow_tests(copie, part: str) -> None:
 
 # granian's rows on the newest Python, where its workers are spawned: the restarts
 # (most of the time) apart from the rest.
-NEWEST_PARTS = {"restarts": SLOW_PARTS["restarts"],
-                "the-rest": [path for part, paths in SLOW_PARTS.items() if part != "restarts"
-                             for path in paths]}
+NEWEST_PARTS = {"restarts": ["tests/test_restarts.py"],
+                "the-rest": [path for part, paths in SLOW_PARTS.items()
+                             if not part.startswith("restarts") for path in paths]}
 
 
 @only_in_full_matrix
@@ -85,7 +87,8 @@ def test_slow_parts_cover_every_slow_module() -> None:
     template_tests = TEMPLATE_ROOT / "template" / "tests"
     slow = {f"tests/{path.name}" for path in template_tests.glob("test_*.py")
             if "pytest.mark.slow" in path.read_text()}
-    assert slow == {path for paths in SLOW_PARTS.values() for path in paths}
+    assert slow == {path for paths in SLOW_PARTS.values() for path in paths
+                    if path.endswith(".py")}
 
 
 @only_in_full_matrix
