@@ -59,16 +59,26 @@ def pytest_configure(config: pytest.Config) -> None:
         releases.ensure_tags(TEMPLATE_ROOT)
 
 
-# Longest tests first, so the xdist workers end together instead of one waiting out a
-# minute-long test started last.
+# The tests that take minutes, longest first (docs/suite.md has their times): pyproject's
+# `--dist load --maxschedchunk 1` hands them out in this order, one at a time, to
+# whichever worker is free, so the workers end together instead of one waiting out a
+# long test started last. Then the rest, module by module.
+LONGEST_FIRST = ("[restarts-sighup]", "test_make_test_passes_with_the_users_app",
+                 "[restarts-rest]", "[drain-reload]", "-uvicorn-auto]",
+                 "test_bench_drivers", "granian_on_the_newest_python",
+                 "test_a_project_serving_less", "[settings]", "[observability]",
+                 "test_worker_lifetime", "test_the_readme_quick_start", "[limits]")
 SLOWEST_MODULES = ["test_reliability.py", "test_user_app.py", "test_first_hour.py",
                    "test_container.py", "test_combinations.py", "test_update.py"]
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    def rank(item: pytest.Item) -> int:
+    def rank(item: pytest.Item) -> tuple[int, int]:
+        longest = next((index for index, part in enumerate(LONGEST_FIRST)
+                        if part in item.nodeid), len(LONGEST_FIRST))
         name = item.path.name
-        return SLOWEST_MODULES.index(name) if name in SLOWEST_MODULES else len(SLOWEST_MODULES)
+        module = SLOWEST_MODULES.index(name) if name in SLOWEST_MODULES else len(SLOWEST_MODULES)
+        return longest, module
 
     items.sort(key=rank)  # stable: each module keeps its own order
 
