@@ -41,6 +41,7 @@ COPIER_DEFAULTS = {
     and "{{" not in str(spec["default"])
 } | {"served_loops": ["asyncio", "uvloop", "rloop", "zuvloop"]}  # its default off trio
 DEFAULT_PYTHON = COPIER_DEFAULTS["python_version"]
+NEWEST_PYTHON = loops.PYTHON_VERSIONS[-1]
 
 
 only_in_full_matrix = pytest.mark.skipif(not FULL_MATRIX, reason=FULL_ONLY)

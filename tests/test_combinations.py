@@ -18,6 +18,7 @@ from extensions.matrix import MatrixCell, loops, matrix
 from tests.conftest import (
     DEFAULT_PYTHON,
     FULL_MATRIX,
+    NEWEST_PYTHON,
     environment_for,
     full_only,
     only_in_full_matrix,
@@ -27,7 +28,6 @@ from tests.conftest import (
 
 RUFF = str(Path(sys.executable).with_name("ruff"))
 ALLOWED = [cell for cell in matrix() if cell.allowed]
-NEWEST_PYTHON = loops.PYTHON_VERSIONS[-1]
 # Every cell renders, lints and boots its answers (no flags: the engine and loop are the
 # answers). `make test` boots every engine x loop pair on the default Python (and the
 # pairs only a newer Python has), and every engine with the policy `auto` on every

@@ -18,6 +18,7 @@ import pytest
 from extensions.matrix import loops
 from tests.conftest import (
     DEFAULT_PYTHON,
+    NEWEST_PYTHON,
     TEMPLATE_ROOT,
     environment_for,
     only_in_full_matrix,
@@ -48,7 +49,6 @@ def run_marked(copie, python_version: str | None, marker: str, *paths: str) -> s
     return run.stdout
 
 
-NEWEST_PYTHON = loops.PYTHON_VERSIONS[-1]
 # The project's slow tests in parts, so the suite's workers share them evenly.
 SIGHUP = "sighup or reload_command"
 SLOW_PARTS = {  # longest first (conftest.py)
