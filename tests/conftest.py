@@ -1,6 +1,8 @@
 from __future__ import annotations
 
+import json
 import os
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -82,6 +84,24 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
         return longest, module
 
     items.sort(key=rank)  # stable: each module keeps its own order
+
+
+@pytest.fixture(scope="session")
+def render_once(copie_session) -> Callable[[dict[str, object]], Path]:
+    """The project for these answers, rendered once per worker and shared by the tests
+    that only read it or run its own tests (which edit copies, or put back what they
+    add). A test that changes the project renders its own with `copie`."""
+    projects: dict[str, Path] = {}
+
+    def render(given: dict[str, object]) -> Path:
+        key = json.dumps(given, sort_keys=True)
+        if key not in projects:
+            result = copie_session.copy(extra_answers=given)
+            assert result.exit_code == 0, result.exception
+            projects[key] = result.project_dir
+        return projects[key]
+
+    return render
 
 
 def rendered(copie, given: dict[str, object]) -> tuple[dict[str, object], Path]:

@@ -25,15 +25,13 @@ from tests.conftest import (
 )
 
 
-def run_marked(copie, python_version: str | None, marker: str, *paths: str) -> str:
+def run_marked(render_once, python_version: str, marker: str, *paths: str) -> str:
     # Every loop served, trio included: the template's promises on each, on its own app.
     answers = {"served_loops": list(loops.LOOPS),
-               **({"python_version": python_version} if python_version else {})}
-    result = copie.copy(extra_answers=answers)
-    assert result.exit_code == 0, result.exception
-    project = result.project_dir
-    version = python_version or result.answers["python_version"]
-    interpreter, python = environment_for(version, project / "pyproject.toml")
+               **({"python_version": python_version} if python_version != DEFAULT_PYTHON
+                  else {})}
+    project = render_once(answers)
+    interpreter, python = environment_for(python_version, project / "pyproject.toml")
     run = subprocess.run(
         interpreter.command(
             [str(python), "-m", "pytest", "-q", "-p", "no:cacheprovider", "-m", marker, "-rA",
@@ -64,8 +62,8 @@ SLOW_PARTS = {  # longest first (conftest.py)
 
 @only_in_full_matrix
 @pytest.mark.parametrize("part", SLOW_PARTS)
-def test_slow_tests(copie, part: str) -> None:
-    run_marked(copie, DEFAULT_PYTHON, "slow and not long", *SLOW_PARTS[part])
+def test_slow_tests(render_once, part: str) -> None:
+    run_marked(render_once, DEFAULT_PYTHON, "slow and not long", *SLOW_PARTS[part])
 
 
 # granian's rows on the newest Python, where its workers are spawned: the restarts
@@ -77,8 +75,8 @@ NEWEST_PARTS = {"restarts": ["tests/test_restarts.py"],
 
 @only_in_full_matrix
 @pytest.mark.parametrize("part", NEWEST_PARTS)
-def test_slow_tests_of_granian_on_the_newest_python(copie, part: str) -> None:
-    output = run_marked(copie, NEWEST_PYTHON, "slow and not long", "-k", "granian",
+def test_slow_tests_of_granian_on_the_newest_python(render_once, part: str) -> None:
+    output = run_marked(render_once, NEWEST_PYTHON, "slow and not long", "-k", "granian",
                         *NEWEST_PARTS[part])
     assert "granian" in output  # -rA names each test that ran
 
@@ -92,14 +90,14 @@ def test_slow_parts_cover_every_slow_module() -> None:
 
 
 @only_in_full_matrix
-def test_worker_lifetime(copie) -> None:
+def test_worker_lifetime(render_once) -> None:
     """A minute of waiting, mostly idle: its own test, so xdist overlaps it with others."""
-    run_marked(copie, None, "long")
+    run_marked(render_once, DEFAULT_PYTHON, "long")
 
 
 @only_in_full_matrix
-def test_bench_drivers(copie) -> None:
-    output = run_marked(copie, None, "bench")
+def test_bench_drivers(render_once) -> None:
+    output = run_marked(render_once, DEFAULT_PYTHON, "bench")
     # CI installs wrk, h2load and ab: there, no driver may be skipped.
     if os.environ.get("REQUIRED_PYTHONS"):
         assert "SKIPPED" not in output, output[-3000:]

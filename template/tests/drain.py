@@ -72,10 +72,10 @@ async def _read_response(reader: asyncio.StreamReader, responses: ResponseReader
     return not response.closes
 
 
-async def _connection(host: str, port: int, request: bytes, stop_at: float,
+async def _connection(host: str, port: int, request: bytes, stop_at: list[float],
                       outcomes: list[Outcome], keep_alive: bool) -> None:
     reader = writer = None
-    while time.monotonic() < stop_at:
+    while time.monotonic() < stop_at[0]:
         try:
             if writer is None:
                 reader, writer = await asyncio.open_connection(host, port)
@@ -106,16 +106,17 @@ async def _connection(host: str, port: int, request: bytes, stop_at: float,
 
 async def _run(url: str, stop: Callable[[], object], connections: int, signal_after: float,
                duration: float, keep_alive: bool,
-               stall: tuple[Callable[[], object], float] | None) -> tuple[float, list[Outcome]]:
+               stall: tuple[Callable[[], object], float] | None,
+               until: Callable[[], bool] | None, then: float) -> tuple[float, list[Outcome]]:
     parts = urlsplit(url)
     close = "" if keep_alive else "Connection: close\r\n"
     request = (
         f"GET {parts.path}?{parts.query} HTTP/1.1\r\nHost: {parts.netloc}\r\n{close}\r\n"
     ).encode()
     outcomes: list[Outcome] = []
-    start = time.monotonic()
+    stop_at = [time.monotonic() + duration]  # brought forward by `until`
     tasks = [asyncio.create_task(_connection(parts.hostname, parts.port, request,
-                                             start + duration, outcomes, keep_alive))
+                                             stop_at, outcomes, keep_alive))
              for _ in range(connections)]
     await asyncio.sleep(signal_after)
     if stall is not None:  # the server stops running while the clients go on
@@ -124,6 +125,11 @@ async def _run(url: str, stop: Callable[[], object], connections: int, signal_af
         await asyncio.sleep(seconds)
     signal_at = time.monotonic()
     stop()
+    while until is not None and time.monotonic() < stop_at[0]:
+        if await asyncio.to_thread(until):
+            stop_at[0] = min(stop_at[0], time.monotonic() + then)
+            break
+        await asyncio.sleep(0.2)
     await asyncio.gather(*tasks)
     return signal_at, outcomes
 
@@ -131,11 +137,15 @@ async def _run(url: str, stop: Callable[[], object], connections: int, signal_af
 def drive_and_stop(url: str, stop: Callable[[], object], wait: Callable[[], int | None], *,
                    connections: int = 64, signal_after: float = 1.0, duration: float = 3.0,
                    grace: float = 15.0, keep_alive: bool = True,
-                   stall: tuple[Callable[[], object], float] | None = None) -> DrainReport:
+                   stall: tuple[Callable[[], object], float] | None = None,
+                   until: Callable[[], bool] | None = None,
+                   then: float = 1.0) -> DrainReport:
     """Load `url` with `connections` connections; call `stop` after `signal_after` s.
 
     `wait` blocks until the server has exited and returns its exit code. With `stall`
-    (pause, seconds), `pause` is called that long before `stop`.
+    (pause, seconds), `pause` is called that long before `stop`. With `until`, the load
+    ends `then` seconds after `until()` is first true (polled after `stop`), or at
+    `duration` if it never is.
     """
     exited: list[tuple[float, int | None]] = []
 
@@ -146,7 +156,7 @@ def drive_and_stop(url: str, stop: Callable[[], object], wait: Callable[[], int 
     waiter = threading.Thread(target=wait_for_exit, daemon=True)
     waiter.start()
     signal_at, outcomes = asyncio.run(
-        _run(url, stop, connections, signal_after, duration, keep_alive, stall)
+        _run(url, stop, connections, signal_after, duration, keep_alive, stall, until, then)
     )
     waiter.join(timeout=grace)
     if not exited:

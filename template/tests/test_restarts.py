@@ -170,13 +170,12 @@ def test_sighup_under_load_serves_the_new_code_and_loses_nothing(
         before = worker_pids(server, workers=workers)
         assert served_version(server) == "404"
         editable.write_text(editable.read_text() + NEW_VERSION)
+        # The load goes on through the reload (the check, then each worker in turn) and
+        # a second past the last old worker's exit.
         report = drive_and_stop(
             f"{server.url}/health/", lambda: server.process.send_signal(signal.SIGHUP),
-            lambda: None, connections=64, signal_after=1.0,
-            # The load goes on through the reload: the check (~1.5 s), then each worker
-            # in turn (granian gives a new one 3.5 s before it stops the old).
-            duration=(5.0 + 4.0 * workers) if engine == "granian" else (4.0 + 2.0 * workers),
-            keep_alive=False)
+            lambda: None, connections=64, signal_after=1.0, duration=30.0, keep_alive=False,
+            until=lambda: not any(running(pid) for pid in before), then=1.0)
         done = wait_until(lambda: not worker_pids(server, tries=10) & before, timeout=30)
         after = worker_pids(server, workers=workers)
         version = served_version(server)
@@ -279,12 +278,12 @@ def test_recycling_under_load_loses_no_request(engine: str, keep_alive: bool) ->
     args = ["--engine", engine, "--loop", loop_for(engine), "--workers", "2",
             *RECYCLING[engine]]
     with running_server(args) as server:
+        # Until two workers have replaced recycled ones (granian samples memory every 5 s),
+        # and two seconds more for the second one's predecessor to go.
         report = drive_and_stop(f"{server.url}/health/detailed", lambda: None, lambda: None,
-                                connections=16, signal_after=0.1,
-                                # granian samples memory every 5 s; uvicorn's new workers
-                                # took a second or more to start when spawned (kept).
-                                duration=12.0 if engine in ("granian", "uvicorn") else 6.0,
-                                keep_alive=keep_alive)
+                                connections=16, signal_after=0.1, duration=30.0,
+                                keep_alive=keep_alive, then=2.0,
+                                until=lambda: server.output().count(WORKER_STARTED[engine]) >= 4)
         output = server.output()
     failed = [o for o in report.outcomes if o.status != 200]
     recycles = output.count(WORKER_STARTED[engine]) - 2

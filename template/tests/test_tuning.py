@@ -153,34 +153,7 @@ def _pids_under_load(url: str, requests: int, seconds: float, pause: float = 0.0
     return pids, failures
 
 
-# (engine, arguments, requests and seconds of load at least, workers, failed requests
-# tolerated per recycle: none, since a leaving worker answers what it accepted and its
-# last answers say Connection: close; tests/test_restarts.py loads it harder)
-RECYCLING = [
-    ("uvicorn", ["--workers", "2", "--worker-max-requests", "20"], 120, 0.0, 2, 0),
-    # granian samples memory every 5 s (the launcher's choice): recycles by time.
-    ("granian", ["--worker-max-memory", "1", "--respawn-failed-workers"], 0, 9.0, 1, 0),
-    # gunicorn's asgi worker looks at its "restart" flag once a second and serves on
-    # meanwhile: 120 requests took under a second on 3.14, so the load lasts 4 s.
-    ("gunicorn", ["--workers", "2", "--worker-max-requests", "20"], 120, 4.0, 2, 0),
-]
-
-
-@pytest.mark.parametrize(("engine", "args", "requests", "seconds", "workers", "lost_per_recycle"),
-                         RECYCLING, ids=[case[0] for case in RECYCLING])
-def test_recycling_under_load_replaces_workers(
-    engine: str, args: list[str], requests: int, seconds: float, workers: int,
-    lost_per_recycle: int,
-) -> None:
-    served.require(engine)
-    with running_server(["--engine", engine, *args]) as server:
-        pids, failures = _pids_under_load(server.url, requests, seconds)
-    recycles = len(pids) - workers
-    print(f"{engine}: {recycles} recycles, {len(failures)} failed requests: {failures}")
-    assert recycles >= 1, pids
-    assert len(failures) <= lost_per_recycle * recycles, failures
-
-
+# Recycling by request count and by memory, under load: tests/test_restarts.py.
 @pytest.mark.long
 @pytest.mark.parametrize("engine", honouring("worker_lifetime"))
 def test_a_worker_is_recycled_after_its_lifetime(engine: str) -> None:
