@@ -238,9 +238,7 @@ def _served_refusal(answers: dict[str, Any], question: str) -> Refused | None:
                        advice=f"add it, or answer another {answered}")
     engine = str(answers["default_engine"])
     python = loops.python_version(str(answers["python_version"]))
-    takes = [name for name in loops.AUTO_PREFERENCE
-             if name in loops.engine_loops(engine, python) and name in served]
-    if question == "served_engines" or takes:
+    if question == "served_engines" or loops.auto_choices(engine, python, served):
         return None
     return Refused(question, list(served), f"auto picks none of them under {engine}",
                    reason=f"the loop auto picks {', '.join(loops.AUTO_PREFERENCE)} "

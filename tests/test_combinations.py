@@ -41,28 +41,31 @@ BOOTED = [cell for cell in ALLOWED
 # runs them once, with a user's app: test_user_app.py). What changes between Pythons
 # shows at either end, and how workers start changes only on the newest (granian); the
 # Pythons between boot every cell.
-# - The quick tests whole, with the policy `auto`, on the oldest and the newest Python.
-#   On the default Python, only the trio rows: the rest run there with a user's app,
-#   whose project serves every loop but trio.
+# - With the policy `auto`: the quick tests whole on the newest Python; on the oldest,
+#   the loop's boot tests here, and the quick tests whole in a project serving two
+#   engines (test_a_project_serving_less_passes_its_own_tests); on the default Python,
+#   the trio rows (the rest run there with a user's app, whose project serves every
+#   loop but trio).
 # - For every other policy, on the default and the newest Python, the boot tests that
 #   depend on the loop: served on it by each engine, by two workers, and, on zuvloop
 #   (the Zig loop with the Zig parser), with every parser.
 OWN_TESTS = {(cell.python, cell.loop): cell for cell in reversed(ALLOWED)}
-WHOLE_QUICK_TESTS = (loops.PYTHON_VERSIONS[0], NEWEST_PYTHON)
+OLDEST_PYTHON = loops.PYTHON_VERSIONS[0]
 LOOP_TESTS = (DEFAULT_PYTHON, NEWEST_PYTHON)
 
 
 def own_tests(cell: MatrixCell) -> list[str] | None:
     """The arguments of the project's pytest run for this cell ([]: the quick tests
     whole; None: no run)."""
-    if cell.loop == loops.AUTO and cell.python in WHOLE_QUICK_TESTS:
+    loop_tests = ["configured_loop", "two_workers", *(["parser"] if cell.loop == "zuvloop"
+                                                      else [])]
+    if cell.loop == loops.AUTO and cell.python == NEWEST_PYTHON:
         return []
-    if cell.loop == loops.AUTO:
-        return ["-k", "trio"] if cell.python == DEFAULT_PYTHON else None
-    if cell.python not in LOOP_TESTS:
-        return None
-    selected = ["configured_loop", "two_workers", *(["parser"] if cell.loop == "zuvloop" else [])]
-    return ["tests/test_boot.py", "-k", " or ".join(selected)]
+    if cell.loop == loops.AUTO and cell.python == DEFAULT_PYTHON:
+        return ["-k", "trio"]
+    if cell.python in LOOP_TESTS or (cell.loop == loops.AUTO and cell.python == OLDEST_PYTHON):
+        return ["tests/test_boot.py", "-k", " or ".join(loop_tests)]
+    return None
 
 
 @pytest.mark.parametrize("cell", [full_only(cell, full=cell not in BOOTED) for cell in ALLOWED],
@@ -112,16 +115,16 @@ def test_combination(copie, cell: MatrixCell) -> None:
 
 @only_in_full_matrix
 def test_a_project_serving_less_passes_its_own_tests(copie) -> None:
-    """Two engines and two loops, neither uvloop: the project's quick tests skip what it
-    does not serve and pass on the rest, and Hypercorn on the standard library's asyncio
-    loop (whose server waits for open connections before the grace period starts) stops
-    within its graceful timeout."""
+    """Two engines and two loops, neither uvloop, on the oldest Python: the project's
+    quick tests skip what it does not serve and pass on the rest, and Hypercorn on the
+    standard library's asyncio loop (whose server waits for open connections before the
+    grace period starts) stops within its graceful timeout."""
     result = copie.copy(extra_answers={
-        "default_engine": "granian", "served_engines": ["granian", "hypercorn"],
-        "served_loops": ["asyncio", "rloop"]})
+        "python_version": OLDEST_PYTHON, "default_engine": "granian",
+        "served_engines": ["granian", "hypercorn"], "served_loops": ["asyncio", "rloop"]})
     assert result.exit_code == 0, result.exception
     project = result.project_dir
-    interpreter, python = environment_for(DEFAULT_PYTHON, project / "pyproject.toml")
+    interpreter, python = environment_for(OLDEST_PYTHON, project / "pyproject.toml")
     for selection in ([], ["-m", "slow", "tests/test_drain.py", "-k", "hypercorn"]):
         tests = subprocess.run(
             interpreter.command([str(python), "-m", "pytest", "-q", "-p", "no:cacheprovider",

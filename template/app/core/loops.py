@@ -265,18 +265,22 @@ def refusal(engine: str, loop: str, python: PythonVersion) -> str | None:
             f"({WHY_REFUSED}).")
 
 
+def auto_choices(engine: str, python: PythonVersion,
+                 served: tuple[str, ...] = tuple(LOOPS)) -> tuple[str, ...]:
+    """The loops `auto` may pick for `engine` on `python`, best first: the preferences
+    the engine runs there and the project serves (installed or not)."""
+    allowed = engine_loops(engine, python)
+    return tuple(name for name in AUTO_PREFERENCE if name in allowed and name in served)
+
+
 def resolve(engine: str, loop: str, python: PythonVersion | None = None,
             served: tuple[str, ...] = tuple(LOOPS)) -> str:
     """The concrete loop to run: `auto` becomes the first installed preference among the
     loops the project serves (asyncio when it serves none of them)."""
     if loop != AUTO:
         return loop
-    python = python or python_version()
-    allowed = engine_loops(engine, python)
-    return next(
-        (name for name in AUTO_PREFERENCE
-         if name in allowed and name in served and is_installed(name)), "asyncio"
-    )
+    choices = auto_choices(engine, python or python_version(), served)
+    return next((name for name in choices if is_installed(name)), "asyncio")
 
 
 def names(listed: str | list[str] | tuple[str, ...]) -> tuple[str, ...]:

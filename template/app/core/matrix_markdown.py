@@ -23,9 +23,8 @@ def loop_table(loops: ModuleType) -> str:
     ]
     for python in loops.PYTHON_VERSIONS:
         for engine in loops.ENGINES:
-            allowed = loops.engine_loops(engine, loops.python_version(python))
             auto = " if installed, else ".join(
-                name for name in loops.AUTO_PREFERENCE if name in allowed)
+                loops.auto_choices(engine, loops.python_version(python)))
             cells = [python, engine, auto]
             for name in loops.LOOPS:
                 reason = loops.refusal_reason(engine, name, loops.python_version(python))
