@@ -2,7 +2,6 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -86,22 +85,31 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     items.sort(key=rank)  # stable: each module keeps its own order
 
 
-@pytest.fixture(scope="session")
-def render_once(copie_session) -> Callable[[dict[str, object]], Path]:
-    """The project for these answers, rendered once per worker and shared by the tests
-    that only read it or run its own tests (which edit copies, or put back what they
-    add). A test that changes the project renders its own with `copie`."""
-    projects: dict[str, Path] = {}
+class Renders:
+    """Projects rendered once per worker, by their answers, and shared by the tests that
+    only read them or run their own tests (which edit copies, or put back what they
+    add). A test that changes its project renders its own with `copie`."""
 
-    def render(given: dict[str, object]) -> Path:
+    def __init__(self, copie_session) -> None:
+        self.copie = copie_session
+        self.projects: dict[str, Path] = {}
+
+    def __call__(self, given: dict[str, object]) -> Path:
         key = json.dumps(given, sort_keys=True)
-        if key not in projects:
-            result = copie_session.copy(extra_answers=given)
+        if key not in self.projects:
+            result = self.copie.copy(extra_answers=given)
             assert result.exit_code == 0, result.exception
-            projects[key] = result.project_dir
-        return projects[key]
+            self.projects[key] = result.project_dir
+        return self.projects[key]
 
-    return render
+    def forget(self, given: dict[str, object]) -> None:
+        """After a run killed or failed in the project: render it anew for the next."""
+        self.projects.pop(json.dumps(given, sort_keys=True), None)
+
+
+@pytest.fixture(scope="session")
+def render_once(copie_session) -> Renders:
+    return Renders(copie_session)
 
 
 def rendered(copie, given: dict[str, object]) -> tuple[dict[str, object], Path]:

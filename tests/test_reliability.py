@@ -20,26 +20,32 @@ from tests.conftest import (
     DEFAULT_PYTHON,
     NEWEST_PYTHON,
     TEMPLATE_ROOT,
+    Renders,
     environment_for,
     only_in_full_matrix,
 )
 
 
-def run_marked(render_once, python_version: str, marker: str, *paths: str) -> str:
+def run_marked(render_once: Renders, python_version: str, marker: str, *paths: str) -> str:
     # Every loop served, trio included: the template's promises on each, on its own app.
     answers = {"served_loops": list(loops.LOOPS),
                **({"python_version": python_version} if python_version != DEFAULT_PYTHON
                   else {})}
     project = render_once(answers)
     interpreter, python = environment_for(python_version, project / "pyproject.toml")
-    run = subprocess.run(
-        interpreter.command(
-            [str(python), "-m", "pytest", "-q", "-p", "no:cacheprovider", "-m", marker, "-rA",
-             *paths],
-            project,
-        ),
-        cwd=project, capture_output=True, text=True, timeout=600,
-    )
+    run = None
+    try:
+        run = subprocess.run(
+            interpreter.command(
+                [str(python), "-m", "pytest", "-q", "-p", "no:cacheprovider", "-m", marker,
+                 "-rA", *paths],
+                project,
+            ),
+            cwd=project, capture_output=True, text=True, timeout=600,
+        )
+    finally:
+        if run is None or run.returncode != 0:
+            render_once.forget(answers)  # a killed test may have left what it added
     assert run.returncode == 0, run.stdout[-6000:] + run.stderr[-2000:]
     assert " passed" in run.stdout
     # A marker that matched nothing would pass too: it must have left tests out.

@@ -139,7 +139,7 @@ def engines(
         typer.echo(matrix_markdown.tables(loops), nl=False)
         return
     python = loops.python_version()
-    # Here, not at the top: `serve` needs neither (rich costs its start ~50 ms).
+    # Here, not at the top: `serve` needs neither (rich slows its start).
     from rich.console import Console
     from rich.table import Table
 

@@ -51,8 +51,8 @@ EXAMPLE_ROUTERS = (echo.router, demo.router)
 PLAIN_ROUTES = (APIRoute, APIWebSocketRoute)
 # FastAPI's own OpenTelemetry instrumentation (0.165 and later), off: the template's
 # layers give the same metrics and spans on every FastAPI release it supports, and
-# FastAPI's would add a second server span per request. Even with nothing configured,
-# its checks cost ~6 µs a request (docs/benchmarks.md).
+# FastAPI's would add a second server span per request; its checks cost time even
+# with nothing configured (docs/benchmarks.md).
 NO_TELEMETRY = ({"telemetry": {"tracing": False, "metrics": False, "logs": False}}
                 if "telemetry" in inspect.signature(FastAPI.__init__).parameters else {})
 
@@ -124,9 +124,9 @@ def middleware_layers(yours: Sequence[object] | None = None) -> tuple[object, ..
 
 def template_routes() -> list[BaseRoute]:
     """/health/'s routes (app/api/health.py) and the static files, as routes of the app
-    itself rather than an included router: FastAPI 0.165 matches and dispatches a route
-    of an included router through its include machinery, about 10 µs more a request
-    through a server than a route of the app (docs/benchmarks.md). The router's own
+    itself rather than an included router: FastAPI matches and dispatches a route of
+    an included router through its include machinery, which costs more per request
+    than a route of the app (docs/benchmarks.md). The router's own
     route objects, so what you add to them (a dependency, a response model) stays, and
     routing and OpenAPI are FastAPI's own (tests/test_routing.py)."""
     return [*HEALTH_ROUTER.routes, Mount("/static", app=StaticFiles(directory=STATIC_DIR),
@@ -172,7 +172,7 @@ def create_app(middleware: Sequence[object] | None = None,
     # (tests/test_routing.py compares the app with a plain FastAPI one).
     # Yours first, where none of them can answer a path of /health/ or /static: a
     # request of yours is then matched without first trying the template's routes
-    # (about 2 µs, docs/benchmarks.md), and what each path gets is the same either way.
+    # (docs/benchmarks.md), and what each path gets is the same either way.
     # Otherwise /health/ and /static come first, staying the probes' and the files'.
     first = len(app.router.routes)  # FastAPI's docs routes, when on
     yours = discovered_routers() if user_routers is None else user_routers

@@ -160,7 +160,7 @@ SETTINGS: tuple[SettingSpec, ...] = grouped(
     SettingSpec("workers", int, Answer("workers"), "worker processes", 1, 64),
     SettingSpec("threads", int, 1, "runtime threads per worker (granian)", 1, 64),
     SettingSpec("worker_max_requests", int, 0,
-                "recycle a worker after this many requests, plus up to 10 % jitter, "
+                "recycle a worker after this many requests, plus up to a tenth more (jitter), "
                 "0 = never (uvicorn, gunicorn)", 0, 100_000_000),
     SettingSpec("worker_lifetime", int, 0,
                 "recycle a worker after this many seconds, 0 = never (granian, 60 or more)",

@@ -2,8 +2,8 @@
 
 `/health/`'s routes come before the template's examples, and before yours when one of
 yours would take their paths (app/main.py), so the requests that pass them are first
-tried against them: FastAPI's matching costs each about 1 µs, a regular expression and
-the checks around it (docs/benchmarks.md). A path that does not even contain a route's first segment
+tried against them: FastAPI's matching costs each a regular expression and the checks
+around it (docs/benchmarks.md). A path that does not even contain a route's first segment
 (`/health`) cannot match it: this class answers that with one substring test and
 leaves every other path to FastAPI, unchanged (`scope["path"]` holds the path the
 route matches, after any root_path: containing the segment is necessary, never

@@ -511,11 +511,11 @@ FEATURES: dict[str, FeatureSpec] = {
                      "gunicorn": "gunicorn's asgi worker sends no WebSocket pings (it "
                                  "answers the client's)"}, inactive=0),
         FeatureSpec("worker_max_requests",
-                    {"uvicorn": "limit_max_requests + limit_max_requests_jitter (10 %), "
+                    {"uvicorn": "limit_max_requests + limit_max_requests_jitter (a tenth), "
                                 "workers replaced by the launcher's supervisor",
-                     "gunicorn": "max_requests + max_requests_jitter (10 %), workers "
+                     "gunicorn": "max_requests + max_requests_jitter (a tenth), workers "
                                  "replaced by its arbiter",
-                     "hypercorn": "the launcher's worker counts requests (+ up to 10 % "
+                     "hypercorn": "the launcher's worker counts requests (+ up to a tenth, "
                                   "jitter), its supervisor replaces it"},
                     {"granian": "granian cannot recycle a worker by request count; "
                                 "WEBSERVER_WORKER_LIFETIME and WEBSERVER_WORKER_MAX_MEMORY "

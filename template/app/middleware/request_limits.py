@@ -241,8 +241,8 @@ class Body:
     """The engine's `receive`, counted and timed until the body's last chunk.
 
     The time is what the app spent waiting for the client, whatever it did between two
-    reads. One timer for the whole body (not one per read: 16 KiB chunks made that 6
-    µs each): when it fires during a wait that has used up the time, it cancels the
+    reads. One timer for the whole body (one per read costs each small chunk its own
+    timer): when it fires during a wait that has used up the time, it cancels the
     waiting task, as asyncio.timeout does, and the wait ends in a 408."""
 
     __slots__ = ("budget", "chunked", "done", "expired", "held", "left", "limit", "loop",

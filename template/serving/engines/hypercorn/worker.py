@@ -6,7 +6,7 @@ Stopped by SIGTERM (or SIGINT), in order: `server_stopping`; its own listener dr
 connections between requests to send their next one; then Hypercorn's own stop (its
 listeners closed, the requests in flight given the grace period, the idle connections
 closed, the lifespan's shutdown). It tells the supervisor when it serves (once the
-lifespan has started), and after WEBSERVER_WORKER_MAX_REQUESTS (plus up to 10 %
+lifespan has started), and after WEBSERVER_WORKER_MAX_REQUESTS (plus up to a tenth,
 jitter) asks to be replaced: the supervisor starts its successor, then stops it."""
 
 from __future__ import annotations

@@ -29,7 +29,7 @@ class HeadLimits:
 
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
         # Nagle off: asyncio does it only on sockets made with proto IPPROTO_TCP, not on
-        # uvicorn's bind_socket() (proto 0): each kept-alive answer waited ~40 ms.
+        # uvicorn's bind_socket() (proto 0): each kept-alive answer waited for a delayed ACK.
         sock = transport.get_extra_info("socket")
         if sock is not None and sock.family in (AF_INET, AF_INET6):
             sock.setsockopt(IPPROTO_TCP, TCP_NODELAY, 1)
