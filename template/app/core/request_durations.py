@@ -3,10 +3,11 @@ batches, summed over the slots' files at a scrape.
 
 prometheus-client's histogram costs each observation a walk of its buckets and two
 writes, each under a lock, and its public API has no way to add many observations at
-once (docs/benchmarks.md has the cost). Here a request costs a bisection and two additions to this worker's table, and every
-WRITE_SECONDS (app/core/metrics.py) the worker writes the whole table into its slot's
-files in the run's directory, in place (`pwrite`): a rename over the last file
-stalls the worker's loop on ext4, which flushes a file renamed over another.
+once (docs/benchmarks.md has the cost). Here a request costs a bisection and two
+additions to this worker's table, and every WRITE_SECONDS (app/core/metrics.py) the
+worker writes the whole table into its slot's files in the run's directory, in place
+(`pwrite`): a rename over the last file stalls the worker's loop on ext4, which
+flushes a file renamed over another.
 Two files a slot, `durations-<slot>.a` and `.b`, written in turn, each with the
 table's sequence number, length and CRC-32: a scrape takes the newest whole one, so it
 reads one table or the one before, never half of one, even while the worker writes.
