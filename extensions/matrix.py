@@ -61,7 +61,7 @@ def load_template_package(name: str) -> ModuleType:
 
 
 loops = load_template_module("app/core/loops.py")
-setting_specs = load_template_module("serving/setting_specs.py")
+setting_specs = load_template_module("app/core/setting_specs.py")
 
 
 @dataclass(frozen=True)
@@ -361,7 +361,7 @@ def setting_default(context: Context, name: str) -> str:
 
 @pass_context
 def memory_limit_mib(context: Context) -> int:
-    """The container's memory limit for these answers (serving/setting_specs.py)."""
+    """The container's memory limit for these answers (app/core/setting_specs.py)."""
     answers = dict(context.items())
     budget = setting_specs.BY_NAME["body_budget"].default_for(answers)
     return setting_specs.memory_limit_mib(int(answers["workers"]), int(budget))

@@ -102,7 +102,8 @@ def test_image_builds_serves_and_drains(copie, answer_set: str) -> None:
 
     with containers.running(image, name, port, server_process.free_port(),
                             env={"WEBSERVER_GRACEFUL_TIMEOUT": str(GRACE),
-                                 "WEBSERVER_HEALTH_DETAIL": "full"}) as container:
+                                 "WEBSERVER_HEALTH_DETAIL": "full",
+                                 "WEBSERVER_EXAMPLES": "true"}) as container:
         served = detail(container.url)
         assert (served["engine"], served["loop"]) == (engine, baked_loop)
         assert served["loop_class"].startswith(loops.LOOPS[baked_loop].module + ".")
@@ -144,6 +145,10 @@ def test_image_builds_serves_and_drains(copie, answer_set: str) -> None:
     with containers.running(image, name, port, server_process.free_port(),
                             env=switched) as container:
         assert detail(container.url)["engine"] == other
+        for example in ("/demo/items/1", "/demo/sleep?ms=1"):  # production serves no example
+            with pytest.raises(urllib.error.HTTPError) as absent:
+                urllib.request.urlopen(f"{container.url}{example}", timeout=5)
+            assert absent.value.code == 404
 
     play_the_kubernetes_manifests(project, image, slug, port, engine, baked_loop,
                                   deployment_name=name)

@@ -28,9 +28,9 @@ from tests.conftest import TEMPLATE_ROOT
 
 PAGE = TEMPLATE_ROOT / "docs" / "private-names.md"
 PROJECT = TEMPLATE_ROOT / "template"
-RUNTIME = ("app", "serving", "bench")
+RUNTIME = ("app", "serving", "bench", "cli")
 TESTS = ("tests",)
-OWN = {"app", "serving", "bench", "tests"}
+OWN = {"app", "serving", "bench", "cli", "tests"}
 # Third-party classes whose subclassing their docs describe (a subclass of any other
 # needs a row).
 DOCUMENTED_BASES = {

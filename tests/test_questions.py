@@ -126,14 +126,15 @@ def test_answers_file_records_every_answer(copie) -> None:
     recorded = yaml.safe_load((result.project_dir / ".copier-answers.yml").read_text())
     assert {key: recorded[key] for key in given} == given
     # The answers are the settings' defaults (answers.py, listed in .env.example);
-    # .env holds none of them, only development's API docs, until the user writes one.
+    # .env holds none of them, only development's API docs and examples, until the user
+    # writes one.
     answers_py = (result.project_dir / "app/core/answers.py").read_text()
     assert '"default_engine": "granian"' in answers_py and '"port": 8081' in answers_py
     example = (result.project_dir / ".env.example").read_text()
     assert "WEBSERVER_ENGINE=granian\n" in example and "WEBSERVER_LOOP=rloop\n" in example
     env = (result.project_dir / ".env").read_text()
     assert [line for line in env.splitlines() if line and not line.startswith("#")] == [
-        "WEBSERVER_API_DOCS=true"]
+        "WEBSERVER_API_DOCS=true", "WEBSERVER_EXAMPLES=true"]
     assert (result.project_dir / ".python-version").read_text().strip() == "3.12"
 
 

@@ -89,6 +89,23 @@ async def greeting() -> dict[str, str]:
 
     return {"greeting": get_app_settings().greeting}
 '''
+LIFESPAN_ROUTE = '''
+
+@router.get("/items/opened")
+async def opened(request: Request) -> dict[str, str]:
+    return {"pool": request.state.pool}
+'''
+EMPTY_LIFESPAN = "    yield {}\n"  # app/custom.py's lifespan since 0.10.0
+USER_TEST = '''from fastapi.testclient import TestClient
+
+from app.main import create_app
+
+
+def test_the_items_router_answers_through_the_users_middleware() -> None:
+    with TestClient(create_app(), base_url="http://localhost") as client:
+        answer = client.get("/items/ping")
+    assert answer.json() == {"pong": "kept"} and answer.headers["x-user"] == "kept"
+'''
 MIDDLEWARE = '''"""Marks every HTTP response: the user's own middleware."""
 
 from __future__ import annotations
@@ -130,6 +147,8 @@ def register_in_custom(project: Path, setting: bool) -> None:
                      "from app.middleware.user_header import UserHeaderMiddleware\n"))
     if setting:
         text = text.replace('extra="ignore")\n', 'extra="ignore")\n\n    greeting: str = "hello"\n')
+    # A pool of theirs, opened in the lifespan and read by a route (request.state).
+    text = text.replace(EMPTY_LIFESPAN, '    yield {"pool": "opened"}\n')
     custom.write_text(text)
 
 
@@ -137,9 +156,15 @@ def add_router_and_middleware(project: Path) -> set[str]:
     """The user's router and middleware, where the project says they go; files touched."""
     (project / "app/middleware/user_header.py").write_text(MIDDLEWARE)
     if (project / "app/routes").is_dir():  # extension points: files the template never writes
-        (project / "app/routes/items.py").write_text(ROUTER + SETTING_ROUTE)
+        lifespan = EMPTY_LIFESPAN in (project / "app/custom.py").read_text()
+        (project / "app/routes/items.py").write_text(
+            ROUTER.replace("import APIRouter", "import APIRouter, Request") + SETTING_ROUTE
+            + (LIFESPAN_ROUTE if lifespan else ""))
         register_in_custom(project, setting=True)
-        return {"app/routes/items.py", "app/middleware/user_header.py", "app/custom.py"}
+        (project / "tests").mkdir(exist_ok=True)
+        (project / "tests/test_items.py").write_text(USER_TEST)
+        return {"app/routes/items.py", "app/middleware/user_header.py", "app/custom.py",
+                "tests/test_items.py"}
     # Before the extension points: registered in the template's own modules.
     (project / "app/api/items.py").write_text(ROUTER)
     main = project / "app/main.py"
@@ -261,12 +286,22 @@ def test_update_keeps_user_work_and_serves_the_changed_answer(
         detail = httpx.get(f"{server.url}/health/detailed").json()
         ping = httpx.get(f"{server.url}/items/ping")
         greeting = httpx.get(f"{server.url}/items/greeting")
+        opened = httpx.get(f"{server.url}/items/opened")
     assert (detail["engine"], detail["loop"]) == (
         served["default_engine"],
         served_loop(served["loop_policy"], served["default_engine"], served["python_version"]))
     assert ping.json() == {"pong": "kept"} and ping.headers.get("x-user") == "kept"
     if user_setting:
         assert greeting.json() == {"greeting": "hi"}
+    if "pool" in got["app/routes/items.py"]:
+        assert opened.json() == {"pool": "opened"}
+    # The user's own test, as `make test` runs it.
+    if "tests/test_items.py" in got:
+        tested = subprocess.run(
+            interpreter.command([str(python), "-m", "pytest", "-q", "-p", "no:cacheprovider",
+                                 "tests/test_items.py"], project),
+            cwd=project, capture_output=True, text=True, timeout=120)
+        assert tested.returncode == 0, tested.stdout[-3000:] + tested.stderr[-3000:]
     BOOTED_TREES.add(tree)
 
 

@@ -56,8 +56,8 @@ def edited_project(copie_session) -> Path:
     assert result.exit_code == 0, result.exception
     project = result.project_dir
     health, demo = project / "app/api/health.py", project / "app/api/demo.py"
-    edit(health, "from serving.settings import get_settings\n",
-         "from serving.settings import get_settings\n" + GUARD)
+    edit(health, "from app.core.settings import get_settings\n",
+         "from app.core.settings import get_settings\n" + GUARD)
     edit(health, '@router.get("/detailed")',
          '@router.get("/detailed", dependencies=[Depends(require_token)])')
     edit(demo, "from fastapi import APIRouter, Query, Request\n",
@@ -74,8 +74,8 @@ def test_a_401_dependency_guards_template_and_user_routes(edited_project: Path,
                                                           engine: str) -> None:
     interpreter, python = environment_for(DEFAULT_PYTHON, edited_project / "pyproject.toml")
     runner = interpreter.command([str(python)], edited_project)
-    with server_process.running_server(["--engine", engine], python=runner,
-                                       cwd=edited_project) as server:
+    with server_process.running_server(["--engine", engine], python=runner, cwd=edited_project,
+                                       env={"WEBSERVER_EXAMPLES": "true"}) as server:
         refused = {path: httpx.get(server.url + path).status_code for path in GUARDED}
         allowed = {path: httpx.get(server.url + path, headers=TOKEN).status_code
                    for path in GUARDED}

@@ -1,20 +1,12 @@
 """`bench app`: what the project's layers cost over bare FastAPI, in-process.
 
-A route is called in-process (app_cost.py: no sockets, no server) through a bare
-FastAPI app set up as this app is (the same FastAPI options, app.main.fastapi_options:
-the documentation routes and FastAPI's own telemetry off) that includes only the router
-holding it, the FastAPI way: the baseline every ratio is to. `FastAPI()` with its
-defaults and the same router is a second reference, not the goal: its defaults cost
-more than the options this app turns off. Then the project's app without middleware;
-with each of its middleware alone; and with the whole stack, the app as every engine
-serves it (the probes, the proxy headers and the streams' end are layers of the app).
-
-The variants take turns in short slices (a few hundred requests each, ~15 ms), the
-first of each round rotating, for the whole duration. A slow spell of the machine
-then falls on every variant alike, and each slice is compared with the bare app's
-slice of the same round: the ratio reported is the median of those per-round ratios,
-and the cost the median of the variant's slices. Lowest-of-N trials of 0.3 s each
-(the first version) moved the ratio by 0.05 from one run to the next here.
+A route is called in-process (app_cost.py) through a bare FastAPI app set up as this app
+is (app.main.fastapi_options) with only the route's router, the baseline of every ratio;
+`FastAPI()` with its defaults, a second reference; then the project's app without
+middleware, with each middleware alone, and with the whole stack, as engines serve it.
+The variants take turns in short slices, the first of each round rotating, so a slow
+spell falls on all alike: a ratio is the median of per-round ratios to the bare app's
+slice of the same round, a cost the median of the variant's slices.
 """
 
 from __future__ import annotations
@@ -70,8 +62,8 @@ def owning_router(routers: Sequence[APIRouter], route: Route) -> APIRouter:
 
 def variants(route: Route, extra_routers: Sequence[APIRouter] = ()) -> list[Variant]:
     """`extra_routers` are included after the app's own, as routers of app/routes/ are."""
-    from app.main import create_app, fastapi_options, observability_layers, routers
-    from app.middleware import MIDDLEWARE
+    from app.main import create_app, fastapi_options, routers
+    from app.middleware import middleware_layers
     from app.routes import discovered_routers
     from serving.served_app import create_served_app
 
@@ -89,7 +81,7 @@ def variants(route: Route, extra_routers: Sequence[APIRouter] = ()) -> list[Vari
         Variant(BARE_DEFAULTS, bare_fastapi(owner, {})),
         Variant(NO_MIDDLEWARE, app(middleware=())),
         *(Variant(f"this app + {layer.__name__} only", app(middleware=(layer,)))
-          for layer in (*observability_layers(), *MIDDLEWARE)),
+          for layer in middleware_layers(yours=()) if isinstance(layer, type)),
         Variant(ALL_MIDDLEWARE, create_served_app(served)),  # the app as served
     ]
 

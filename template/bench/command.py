@@ -13,17 +13,17 @@ from pathlib import Path
 import typer
 
 from app.core import loops
+from app.core.settings import served
 from bench import drivers, harness, stats
 from bench.model import Config, configs_for
 from bench.route import Route, RouteError, parse_pairs
-from serving.settings import served
 
 # Counted seconds of load per configuration (docs/benchmarks.md: repeatability).
 DURATION = 30.0
 # The route called in-process after the servers stop (app_cost.py: 1 s, imports and
 # warm-up included), measured here at 1.5-2 s.
 APP_COST_S = 2.0
-# Click's plain help, as the project's command line (app/cli.py) gives it.
+# Click's plain help, as the project's command line (cli/main.py) gives it.
 bench = typer.Typer(help="Measure the engines on a route of this app.", no_args_is_help=True,
                     rich_markup_mode=None)
 

@@ -2,12 +2,10 @@
 
 Every server is booted once through the project's launcher (reload off) and warmed up;
 then each round gives every server one slice of load, back to back, the first of the
-round rotating (A B, B A, ... ; A B C, B C A, ...). A slice is short (1 s by default:
-wrk's shortest) so the machine's speed barely changes within a round. Each slice
-records the server's CPU time and how its core and the driver's were spent (machine.py);
-a round in which either was taken away is set aside and another round is run, up to
-as many again as asked for. On a machine with two or more cores the servers are
-pinned to the first core and the driver to the others.
+round rotating (A B, B A, ...). Slices are short (wrk's shortest by default), so the
+machine's speed barely changes within a round. A round in which the server's or the
+driver's core was taken away (machine.py) is set aside and another run, up to as many
+again as asked for. With two or more cores, the servers are pinned to the first core.
 """
 
 from __future__ import annotations
@@ -29,10 +27,8 @@ from bench import drivers, machine
 from bench.model import Config, Round, Run, Slice
 from bench.route import Route
 
-# What a run adds to its counted load, measured on the 2-core development machine
-# (docs/benchmarks.md): a server booted through the launcher until it answers (1.0-1.8 s
-# by engine), and stopped (0.5-1.6 s); starting the driver and reading /proc around
-# each slice (0.02-0.1 s).
+# Seconds a run spends beside its load, for the time it announces (docs/benchmarks.md):
+# a server's boot and stop, and the driver's start and /proc reads around each slice.
 BOOT_S = 1.5
 STOP_S = 1.0
 SLICE_EXTRA_S = 0.05
@@ -130,8 +126,8 @@ def slice_seconds(driver: drivers.Driver, asked: float | None,
                   warm: list[Slice]) -> float:
     """The slice length: as asked, or calibrated from the warm-up (as pyperf sizes its
     loops): at least 1 s, long enough for 1,000 responses and for 50 ticks of the
-    server's CPU clock (so each slice's CPU per request is read to about 2 %), at most
-    5 s. Whole seconds for drivers that take no fractions (wrk, h2load, ab)."""
+    server's CPU clock (so one tick is a small error on a slice's CPU per request), at
+    most 5 s. Whole seconds for drivers that take no fractions (wrk, h2load, ab)."""
     if asked is None:
         asked = 1.0
         for warmed in (w for w in warm if not w.set_aside):  # a shared core would mislead

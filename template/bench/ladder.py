@@ -1,25 +1,11 @@
 """`bench app --ladder`: one route's cost rung by rung, from raw ASGI to the app as served.
 
-Each rung changes one thing over the one before it:
-
-  raw ASGI                   an ASGI callable that answers with fixed JSON
-  Starlette                  a Starlette app with the route's path
-  FastAPI() defaults         FastAPI with its defaults, including the router that holds
-                             the route (a reference: the template does not set it up so)
-  bare FastAPI, same setup   the same, with the options create_app passes
-                             (app.main.fastapi_options): the baseline of every ratio
-  this app, no middleware    create_app with no middleware: the template's routers and
-                             /static where create_app puts them
-  + <layer>                  one per layer of app.main.middleware_layers(), outermost
-                             first (the probes, the proxy headers and the streams' end
-                             first), each rung adding the next (the template's layers
-                             next to each other fuse as create_app fuses them)
-  as served (every layer)    the app as every engine serves it (create_served_app): the
-                             rung that adds the last layer
-
-The rungs come from the code at run time, so the ladder follows the stack as it is.
-In-process, each rung's app is called as `bench app` calls its variants; served, each
-rung runs behind the project's launcher on each engine (bench/ladder_serve.py).
+Each rung changes one thing over the one before: raw ASGI, Starlette, `FastAPI()` with
+its defaults (a reference), bare FastAPI with create_app's options (the baseline), this
+app with no middleware, then one rung per layer of app.middleware.middleware_layers(),
+outermost first (neighbouring template layers fused as create_app fuses them), and the
+app as every engine serves it. The rungs come from the code at run time, so the ladder
+follows the stack; served, each runs behind the launcher (bench/ladder_serve.py).
 """
 
 from __future__ import annotations
@@ -118,7 +104,9 @@ def rungs(case: Case, serve: Callable[[Any], Any] | None = None,
     """The rungs, bottom first (nothing is built until a rung's `build` is called).
     `serve` wraps the app as the launcher does (create_served_app, by default); `only`:
     see `chosen`."""
-    from app.main import create_app, fastapi_options, middleware_layers, routers
+    from app import custom
+    from app.main import create_app, fastapi_options, routers
+    from app.middleware import middleware_layers
     from app.routes import discovered_routers
     from bench.app_overhead import bare_fastapi, owning_router
 
@@ -127,7 +115,7 @@ def rungs(case: Case, serve: Callable[[Any], Any] | None = None,
     extra = case.extra_routers()
     user_routers = [*discovered_routers(), *extra]
     owner = owning_router([*routers(), *extra], case.route)
-    layers = middleware_layers()
+    layers = middleware_layers(custom.MIDDLEWARE)
 
     def with_layers(count: int | None) -> Callable[[], Any]:
         taken = None if count is None else layers[:count]

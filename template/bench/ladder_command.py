@@ -2,13 +2,10 @@
 through each engine, and print each climb's table (bench/ladder_report.py).
 
 Served, every rung of one route on one engine is booted at once and loaded in turn in
-1 s slices (wrk's shortest), the first of each round rotating, as `bench engines` does
-(harness.py: servers pinned to the first core and the driver to the others). A slice
-in which a core was taken away is left out with the pairs it belongs to, and rounds go
-on until each rung has `--rounds` pairs with the baseline and with the rung below, or
-twice as many rounds were run (ladder_report.py). The figure
-is the server's CPU µs per request, from /proc, which moves far less with the machine
-than requests/s does.
+short slices, as `bench engines` does (harness.py). Rounds go on until each rung has
+`--rounds` pairs with the baseline and with the rung below, or twice as many rounds were
+run. The figure is the server's CPU time per request, from /proc, which moves far less
+with the machine than requests/s does.
 """
 
 from __future__ import annotations

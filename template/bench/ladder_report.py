@@ -1,17 +1,11 @@
 """The ladder's figures and its tables (bench/ladder.py says what the rungs are).
 
-Every figure comes from the same rounds: in a round each rung had one slice, the
-first rung of the round rotating. Served, a slice whose core was taken away is left
-out, and with it every pair it is part of. For each rung:
-
-- its CPU µs per request: the median of its slices, with the 95 % interval;
-- against bare FastAPI set up the same way: the median of the per-round ratios of its
-  slice to that rung's slice, with the interval;
-- its step: the median of the per-round differences between its slice and the rung
-  below's, in µs, with the interval: what that one change costs on this route.
-
-Lowest-of-N trials drift on a VM whose speed changes (1.12-1.16x for the same code):
-per-round ratios and differences do not, as a slow spell falls on both sides.
+Every figure comes from the same rounds, each rung one slice a round, the first rotating;
+served, a slice whose core was taken away is left out with every pair it is in. A rung
+has its CPU time per request (the median of its slices), its ratio to bare FastAPI set
+up the same way (the median of per-round ratios), and its step (the median of per-round
+differences from the rung below: what that one change costs), each with its interval.
+Per-round figures hold on a machine whose speed drifts, where lowest-of-N trials do not.
 """
 
 from __future__ import annotations
@@ -32,14 +26,14 @@ from bench.stats import Estimate
 @dataclass(frozen=True)
 class RungFigures:
     name: str
-    cost: Estimate | None  # µs CPU per request
+    cost: Estimate | None  # CPU microseconds per request
     ratio: Estimate | None  # to the reference rung, per round
-    step: Estimate | None  # µs over the rung below, per round
+    step: Estimate | None  # microseconds over the rung below, per round
 
 
 def figures(names: Sequence[str], rounds: Sequence[Sequence[float | None]],
             reference: int) -> list[RungFigures]:
-    """`rounds[r][i]`: rung i's CPU µs per request in round r (None: no responses)."""
+    """`rounds[r][i]`: rung i's CPU microseconds per request in round r (None: no responses)."""
     result = []
     for index, name in enumerate(names):
         own = [values[index] for values in rounds if values[index] is not None]
@@ -54,7 +48,7 @@ def figures(names: Sequence[str], rounds: Sequence[Sequence[float | None]],
 
 
 def served_rounds(run: Run) -> list[list[float | None]]:
-    """The server CPU µs per request of each rung, per round; None for a slice set
+    """The server CPU microseconds per request of each rung, per round; None for a slice set
     aside (its server's or its driver's core was taken away). A round of 14 rungs
     lasts 14 s: on a shared machine few are whole, so a pair of rungs is compared in
     every round where both its slices were kept, not only in whole rounds."""

@@ -1,24 +1,16 @@
-"""`python -m bench.ladder_serve serve ...`: the project's launcher, serving one rung of
-`bench app --ladder` (bench/ladder.py) instead of the app.
-
-The launcher has no option to serve another app, and should not grow one for a bench.
-Every engine module gets its app from `serving.served_app.create_served_app` (the
-contract in serving/engines/__init__.py), importing it when the module is imported:
-this module replaces that function before any engine module is imported, and the rung
-then runs behind the same engine, settings and per-worker wrappers as the app does.
-
-The replacement happens when this module is imported, not only when it runs as the
-main module: uvicorn's and Hypercorn's workers are spawned (uvicorn's supervisor runs
-even one worker so), and a spawned process imports the parent's main module (as
-`__mp_main__`) before it unpickles its target; made only under `__main__`, the
-replacement reached neither (tests/test_bench_ladder.py went red on both). The rung
-comes from the environment (RUNG_ENV), which every worker inherits.
+"""`python -m bench.ladder_serve serve ...`: the project's command line serving one rung
+of `bench app --ladder` (bench/ladder.py) instead of the app, behind the same engine,
+settings and per-worker wrappers. Importing this module replaces `create_served_app`
+before any engine module imports it; imported, not only run, so that uvicorn's and
+Hypercorn's spawned workers (which import the parent's main module) get it too. The
+rung comes from the environment (RUNG_ENV), which every worker inherits.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import runpy
 from typing import Any
 
 from bench.ladder import RUNG_ENV
@@ -39,6 +31,4 @@ if os.environ.get(RUNG_ENV):
     served_app.create_served_app = create_rung_app  # type: ignore[assignment]
 
 if __name__ == "__main__":
-    from app.cli import cli
-
-    cli()
+    runpy.run_module("cli", run_name="__main__")  # the command line, run as `python -m cli`

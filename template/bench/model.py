@@ -1,15 +1,12 @@
 """What a benchmark measures: configurations, slices, rounds, and the figures of each.
 
-A slice is one configuration under load for a few seconds; a round is one slice of
-each configuration, back to back (the order rotates from round to round). Figures
-compared between configurations are per-round ratios, so a slow spell of the machine
-falls on both sides of each ratio. Rounds in which the server's or the driver's cores
-were taken away (machine.py) are set aside and replaced.
-
-Server CPU per request (user + system time of the server's process tree over the
-slice, divided by the responses) moves less than requests/s on a noisy machine;
-requests/s is only the server's speed when the server kept its core busy, which the
-saturation check reports.
+A slice is one configuration under load for a few seconds; a round is one slice of each
+configuration, back to back, the order rotating from round to round. Figures compared
+between configurations are per-round ratios, so a slow spell falls on both sides; rounds
+whose server or driver cores were taken away (machine.py) are replaced. Server CPU per
+request (the process tree's user + system time over the responses) moves less than
+requests/s on a noisy machine; requests/s is the server's speed only when the server
+kept its core busy, which the saturation check reports.
 """
 
 from __future__ import annotations
@@ -18,10 +15,10 @@ import statistics
 from dataclasses import dataclass, field
 
 from app.core import loops
+from app.core.settings import served
 from bench import drivers, stats
 from bench.machine import Shares
 from bench.route import Route
-from serving.settings import served
 
 SATURATED = 0.85  # share of the server's core below which rates are only a floor
 FIGURES = ("requests_per_second", "cpu_us_per_request")
@@ -32,7 +29,7 @@ class Launch:
     """How the harness starts a server: `python -m <module> serve ...` with `env` added,
     ready once `ready` answers 200."""
 
-    module: str = "app"
+    module: str = "cli"
     env: tuple[tuple[str, str], ...] = ()
     ready: Route = field(default_factory=Route)  # /health/
 

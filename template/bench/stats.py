@@ -1,16 +1,11 @@
-"""Medians with 95 % confidence intervals, and the call an interval supports.
+"""Medians with confidence intervals, and the call an interval supports.
 
-Method: the percentile bootstrap of the median (Efron). The rounds are resampled with
-replacement RESAMPLES times, the median of each resample taken, and the interval is
-the 2.5th to the 97.5th percentile of those medians. The random generator is seeded,
-so the same figures always give the same interval. A figure compared between two
-servers is the median of per-round ratios (each server's slice of the same round), so
-a slow spell of the machine falls on both sides of a ratio.
-
-The call follows criterion.rs: a difference is called only when the whole interval
-lies beyond the noise threshold; "no measurable difference" when the whole interval
-lies within it; anything else is undecided (the interval straddles the threshold).
-Thresholds are symmetric in ratio: within 3 % means between 1/1.03 and 1.03.
+The interval is the percentile bootstrap of the median (Efron): RESAMPLES resamples of
+the rounds, with replacement, seeded so the same figures always give the same interval.
+A figure compared between two servers is the median of per-round ratios. The call
+follows criterion.rs: a difference only when the whole interval lies beyond THRESHOLD,
+"no measurable difference" when it lies within, undecided when it straddles it.
+THRESHOLD is symmetric in ratio: within it means between 1/(1 + it) and 1 + it.
 """
 
 from __future__ import annotations
@@ -25,9 +20,9 @@ from enum import Enum
 CONFIDENCE = 0.95
 RESAMPLES = 10_000
 SEED = 20  # any fixed value: it makes the interval a function of the figures alone
-THRESHOLD = 0.03  # differences within ±3 % are "no measurable difference"
+THRESHOLD = 0.03  # ratios within it either way are "no measurable difference"
 MIN_ROUNDS = 6  # fewer rounds than this decide nothing, however narrow their interval
-UNSTABLE = 0.10  # ratios spread wider than ±10 % (interquartile): warn, as pyperf does
+UNSTABLE = 0.10  # ratios spread wider than this (interquartile): warn, as pyperf does
 
 
 @dataclass(frozen=True)
@@ -90,7 +85,7 @@ def quartiles(values: Sequence[float]) -> tuple[float, float, float]:
 
 
 def spread(ratios: Sequence[float]) -> float | None:
-    """Half the interquartile range of ratios, relative to their median (0.05 = ±5 %)."""
+    """Half the interquartile range of ratios, as a fraction of their median."""
     if len(ratios) < 4:
         return None
     q1, q2, q3 = quartiles(ratios)

@@ -1,16 +1,11 @@
 """Let the engine accept every queued connection before it closes its listener.
 
-When a listening socket closes, the kernel resets each connection still waiting in
-its accept queue, request bytes and all: at saturation 1-40 of ~3,000 requests on
-uvicorn and granian alike (docs/reliability.md). On SIGTERM the launcher first makes the listener
-drop new SYNs (a socket filter: a client then sees its connect retried, and refused
-once the server is gone, never a reset after it sent a request), waits while the
-engine accepts and serves what is queued, and only then hands the signal on.
-
-Each engine module (serving/engines/) puts the drain in front of its own SIGTERM
-handler and says whose listener to filter: uvicorn's launcher binds the socket itself,
-gunicorn's workers share its arbiter's, and granian's each listen on one of their own
-(each worker drains its own as it stops, beside the workers that go on serving).
+Closing a listening socket resets each connection still in its accept queue, request
+bytes and all (docs/reliability.md). On SIGTERM the launcher first makes the listener
+drop new SYNs (a socket filter: the client's connect is retried, then refused once the
+server is gone, never reset after it sent a request), waits while the engine serves
+what is queued, and only then hands the signal on. Each engine module puts the drain in
+front of its own SIGTERM handler and says whose listener to filter.
 """
 
 from __future__ import annotations
@@ -25,9 +20,8 @@ from collections.abc import Callable, Collection, Sequence
 from types import FrameType
 
 SO_ATTACH_FILTER = 26  # <linux/filter.h>; the socket module does not name it
-# Classic BPF, run for the listener on each segment with the TCP header first: drop a
-# segment whose flags are SYN without ACK (a new connection), keep everything else
-# (handshakes already under way complete and join the queue).
+# Classic BPF on each segment, TCP header first: drop SYN without ACK (a new connection),
+# keep the rest, so handshakes already under way complete and join the queue.
 SYN_DROP = [(0x30, 0, 0, 13),          # ldb [13]         TCP flags
             (0x54, 0, 0, 0x12),        # and #SYN|ACK
             (0x15, 0, 1, 0x02),        # jeq #SYN, drop, keep
@@ -57,10 +51,8 @@ def refuse_new_connections(socks: Sequence[socket.socket]) -> None:
         try:
             sock.setsockopt(socket.SOL_SOCKET, SO_ATTACH_FILTER, program)
         except PermissionError:
-            # Attaching a socket filter needs privileges on some kernels (measured here:
-            # EPERM for any user but root, and for root in a container). A backlog of 0
-            # instead: the kernel drops a SYN while one connection is queued, so at most
-            # one new connection at a time joins what the engine is accepting.
+            # Some kernels refuse the filter without privileges (EPERM, root in a container
+            # too). A backlog of 0 instead: at most one new connection at a time is queued.
             sock.listen(0)
 
 

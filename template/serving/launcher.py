@@ -13,10 +13,10 @@ import socket
 from collections.abc import Callable
 
 from app.core import logs
+from app.core.setting_specs import BY_NAME, SETTINGS
+from app.core.settings import PROJECT_SLUG, Settings
 from serving import engines, memory, metrics_listener
 from serving.engines import APP_DIR
-from serving.setting_specs import BY_NAME, SETTINGS
-from serving.settings import PROJECT_SLUG, Settings
 
 
 def startup_line(settings: Settings, loop: str) -> str:
@@ -94,10 +94,10 @@ def _bind_failure(host: str, port: int, error: OSError, where: str) -> str:
 def restart_on_change(runner: Callable[[Settings, str], None]) -> Callable[[Settings, str], None]:
     """Restart a non-reloading server on every change, as uvicorn's reloader does.
 
-    granian's own reloader (2.8.9) stops for good when a worker dies while starting (a
+    granian's own reloader stops for good when a worker dies while starting (a
     syntax error saved into a running dev server), and with
     `reload_ignore_worker_failure` it can miss SIGTERM when a change lands while a
-    worker is spawning. gunicorn's (27.0.1, asgi worker) answers every request with
+    worker is spawning. gunicorn's (asgi worker) answers every request with
     the error after a bad save, and never loads the fix: it does not watch the file
     that failed. watchfiles restarts the server on each change and, when it crashed,
     waits for the next save.

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from serving.setting_specs import BY_NAME, memory_limit_mib
-from serving.settings import Settings
+from app.core.setting_specs import BY_NAME, memory_limit_mib
+from app.core.settings import Settings
 
 # cgroup v2, then v1; v1 writes a huge number for "no limit".
 LIMIT_FILES = (Path("/sys/fs/cgroup/memory.max"),

@@ -1,7 +1,7 @@
 """The app as every engine serves it: create_app's (app/main.py).
 
 Every engine builds the app through this factory. The proxy headers, the end of the
-streams at a stop (serving/open_streams.py), the orchestrator's probes and
+streams at a stop (app/middleware/open_streams.py), the orchestrator's probes and
 (WEBSERVER_METRICS=path) /metrics are layers of the app itself (app/main.py
 serving_layers): a forwarded request gets the same answer on each engine (granian has
 no option of its own, and its helper ignored X-Forwarded-Proto sent alone), and next
@@ -15,35 +15,26 @@ import sys
 
 from starlette.types import ASGIApp
 
+from app.core import layers
+
 APP_TARGET = f"{__name__}:create_served_app"  # what an engine's `factory=True` imports
-# The template's modules of app/ that a launcher imports (and whose objects its workers
-# share with it, `server_stopping` among them); the rest of app/ is yours.
-TEMPLATES_OWN = ("app.core", "app.cli", "app.__main__")
 
 
 def create_served_app(app: ASGIApp | None = None) -> ASGIApp:
     """The app (create_app's unless given; a given one is served as it is)."""
     if app is not None:
         return app
-    # Here, not at the top: the launcher's process imports this module through an
+    # By name, when called: the launcher's process imports this module through an
     # engine's, and the app is the workers' to import (granian forks them from it).
-    from app.main import create_app
-
-    return create_app()
-
-
-def yours(module: str) -> bool:
-    """A module of app/ that is not the template's own (TEMPLATES_OWN)."""
-    return module.startswith("app.") and not any(
-        module == own or module.startswith(f"{own}.") for own in TEMPLATES_OWN)
+    return layers.by_name(layers.APP_FACTORY)()
 
 
 def forget_your_modules() -> None:
-    """In a worker forked from the launcher, before it builds the app: forget your
-    modules the launcher imported (app/custom.py, which the settings check reads, and
-    what it imports), so that the worker imports them from disk as a spawned one does,
-    and the workers a SIGHUP starts serve the custom.py on disk."""
-    for name in [name for name in sys.modules if yours(name)]:
+    """In a worker forked from the launcher, before it builds the app: forget the
+    modules above the base that the launcher imported (app/custom.py, which the settings
+    check reads, and what it imports), so that the worker imports them from disk as a
+    spawned one does, and the workers a SIGHUP starts serve the custom.py on disk."""
+    for name in [name for name in sys.modules if layers.above_the_base(name)]:
         del sys.modules[name]
         package, _, module = name.rpartition(".")
         if package in sys.modules:  # `from app import custom` takes its attribute first

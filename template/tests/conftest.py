@@ -23,8 +23,8 @@ from collections.abc import Iterator
 import pytest
 from fastapi.testclient import TestClient
 
-from serving.setting_specs import BY_NAME, ENV_PREFIX
-from serving.settings import ENV_FILE_VARIABLE
+from app.core.setting_specs import BY_NAME, ENV_PREFIX
+from app.core.settings import ENV_FILE_VARIABLE
 
 TEST_CLIENT_HOST = "testserver"
 
@@ -35,6 +35,8 @@ os.environ[ENV_FILE_VARIABLE] = ""  # no `.env`
 
 _allowed = BY_NAME["allowed_hosts"]
 os.environ[_allowed.env] = f"{_allowed.default},{TEST_CLIENT_HOST}"
+# The streams, slow answers, bodies and WebSockets the promises are tested with.
+os.environ[BY_NAME["examples"].env] = "true"
 
 
 DEMO_ROUTES_GONE = ("the app no longer serves the template's demo routes (/demo/...), which "

@@ -11,9 +11,9 @@ import httpx
 from websockets.sync.client import connect
 
 from app.core import loops
+from app.core.settings import get_settings
 from app.main import STATIC_DIR
 from app.middleware.security_headers import SECURITY_HEADERS
-from serving.settings import get_settings
 
 STATIC_FILE = "hello.txt"
 FORWARDED = {"X-Forwarded-For": "203.0.113.7", "X-Forwarded-Proto": "https"}

@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from app.core import loops
-from serving.settings import served
+from app.core.settings import served
 
 _engines, LOOPS = served()
 PAIRS = loops.served_pairs(_engines, LOOPS, loops.python_version())

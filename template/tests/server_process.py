@@ -103,14 +103,14 @@ def running_server(
     https_ca: str = "",
     new_session: bool = False,
 ) -> Iterator[Server]:
-    """`python -m app serve ARGS` (or `PROGRAM serve ARGS`) on 127.0.0.1 and a free port,
+    """`python -m cli serve ARGS` (or `PROGRAM serve ARGS`) on 127.0.0.1 and a free port,
     its metrics listener on another (unless `env` names one); over HTTPS, trusting the
     certificate authority in the file `https_ca`, when given (the server's TLS settings
     are the caller's); in a process group of its own with `new_session`, as a terminal
     starts it (a signal to the group reaches every worker)."""
     port = free_port()
     env = {"WEBSERVER_METRICS_PORT": str(free_port(besides=port)), **(env or {})}
-    program = program or [*python, "-m", "app"]
+    program = program or [*python, "-m", "cli"]
     # The metrics port as a flag too: a program run inside a root (py314-run) gets only
     # the environment its runner hands over, and 9464 may be taken by a service here.
     command = [*program, "serve", "--host", "127.0.0.1", "--port", str(port),

@@ -22,9 +22,9 @@ import pytest
 from starlette.requests import Request
 
 from app.core import loops
+from app.core.settings import get_settings
 from app.middleware.access_log import escaped
-from serving.forwarded import ForwardedHeadersMiddleware
-from serving.settings import get_settings
+from app.middleware.forwarded import ForwardedHeadersMiddleware
 from tests import served
 from tests.server_process import Server, running_server
 

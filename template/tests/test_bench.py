@@ -18,12 +18,12 @@ from urllib.parse import urlsplit
 import pytest
 from typer.testing import CliRunner
 
-from app.cli import cli
 from bench import drivers, harness
 from bench.http1 import ResponseReader
 from bench.model import Config
 from bench.route import Route, RouteError
 from bench.verdict import summarize, verdict
+from cli.main import cli
 from tests import served
 from tests.server_process import PROJECT_DIR, free_port, running_server
 

@@ -17,10 +17,10 @@ from starlette.testclient import TestClient
 from typer.testing import CliRunner
 
 from app import custom
-from app.cli import cli
+from app.core.settings import get_settings
 from bench import app_overhead, harness, ladder, ladder_report, user_like
 from bench.route import Route
-from serving.settings import get_settings
+from cli.main import cli
 from tests import served
 
 pytestmark = pytest.mark.bench

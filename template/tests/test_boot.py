@@ -42,7 +42,7 @@ def test_engine_serves_on_the_configured_loop(engine: str) -> None:
         probes = [httpx.get(f"{server.url}{path}").text for path in ("/livez", "/readyz")]
         observed = request_set.observe(server.url)
     assert observed == request_set.expected(proxy_trusted=True)
-    assert probes == ["ok", "ok"]  # answered before the app (serving/probes.py)
+    assert probes == ["ok", "ok"]  # answered before the app (app/middleware/probes.py)
     expected = expected_loop(engine, loop)
     assert detail["engine"] == engine
     assert detail["loop"] == expected

@@ -16,10 +16,10 @@ from typing import Any
 import pytest
 import typer
 
-from app.cli import cli
 from app.core import loops
 from app.core.answers import ANSWERS
-from serving.setting_specs import BY_NAME, SETTINGS
+from app.core.setting_specs import BY_NAME, SETTINGS
+from cli.main import cli
 from tests.server_process import PROJECT_DIR
 
 COLUMNS = 80
@@ -50,7 +50,7 @@ def command_at(path: tuple[str, ...]) -> Any:
 
 def help_at_80_columns(path: tuple[str, ...], **settings: str) -> str:
     result = subprocess.run(
-        [sys.executable, "-m", "app", *path, "--help"], cwd=PROJECT_DIR,
+        [sys.executable, "-m", "cli", *path, "--help"], cwd=PROJECT_DIR,
         env={**os.environ, "COLUMNS": str(COLUMNS), "TERMINAL_WIDTH": str(COLUMNS),
              **settings},
         capture_output=True, text=True, timeout=60,

@@ -25,9 +25,9 @@ from fastapi.responses import JSONResponse, StreamingResponse
 from fastapi.testclient import TestClient
 
 from app import custom
+from app.core.settings import get_settings
 from app.main import create_app
 from app.middleware.security_headers import SECURITY_HEADERS
-from serving.settings import get_settings
 from tests import served
 from tests.request_set import handshake, status_line
 from tests.server_process import PROJECT_DIR, running_server
@@ -60,7 +60,7 @@ ENGINE_LINE = {"uvicorn": "Application startup complete", "granian": "Started wo
                "gunicorn": "ASGI server listening on", "hypercorn": "Running on http://"}
 # `sh` sends the server's stderr to a file of its own; running_server keeps stdout.
 STDERR_APART = ["sh", "-c", 'exec "$@" 2>"$ERROR_PATHS_STDERR"', "sh", sys.executable,
-                "-m", "app"]
+                "-m", "cli"]
 
 
 @dataclass

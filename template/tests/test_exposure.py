@@ -19,10 +19,10 @@ from typing import Any
 import httpx
 import pytest
 
+from app.core.setting_specs import BY_NAME
+from app.core.settings import get_settings
 from app.middleware.allowed_hosts import AllowedHostsMiddleware
 from app.middleware.security_headers import SECURITY_HEADERS
-from serving.setting_specs import BY_NAME
-from serving.settings import get_settings
 from tests import served
 from tests.request_set import handshake, status_line
 from tests.server_process import running_server

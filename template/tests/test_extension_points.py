@@ -23,9 +23,9 @@ from starlette.middleware.base import BaseHTTPMiddleware
 
 from app import custom
 from app.core.body_limits import BodyLimit
+from app.core.settings import get_settings
 from app.main import create_app
 from serving.served_app import create_served_app
-from serving.settings import get_settings
 
 ORIGIN = "https://front.example"
 LOCAL = "http://localhost"  # a host WEBSERVER_ALLOWED_HOSTS allows by default
@@ -224,7 +224,7 @@ def test_cors_reaches_every_answer(settings: pytest.MonkeyPatch) -> None:
 @pytest.mark.parametrize("value", ["api", "//evil.example", "/a b", "/a?b", "/x';alert(1)"])
 def test_a_root_path_that_is_not_a_path_is_refused(settings: pytest.MonkeyPatch,
                                                      value: str) -> None:
-    from serving.settings import SettingsError, load_settings
+    from app.core.settings import SettingsError, load_settings
 
     settings.setenv("WEBSERVER_ROOT_PATH", value)
     with pytest.raises(SettingsError, match="WEBSERVER_ROOT_PATH="):

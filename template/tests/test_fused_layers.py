@@ -24,13 +24,13 @@ from fastapi.responses import StreamingResponse
 from starlette.requests import ClientDisconnect
 
 from app.core import metrics as core_metrics
-from app.core.stopping import server_stopping
-from app.main import as_middleware, create_app, middleware_layers
+from app.core.setting_specs import BY_NAME
+from app.core.settings import get_settings
+from app.core.stopping import OPEN_STREAMS, server_stopping
+from app.main import as_middleware, create_app
+from app.middleware import middleware_layers
 from app.middleware.access_log import AccessLogMiddleware
 from app.middleware.fused_layers import FusedLayers
-from serving.open_streams import OPEN_STREAMS
-from serving.setting_specs import BY_NAME
-from serving.settings import get_settings
 
 router = APIRouter(prefix="/fused")
 

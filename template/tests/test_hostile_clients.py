@@ -21,7 +21,7 @@ import httpx
 import pytest
 
 from app.core import loops
-from serving.setting_specs import BESIDE_THE_WORKERS_MIB, BY_NAME, memory_limit_mib
+from app.core.setting_specs import BESIDE_THE_WORKERS_MIB, BY_NAME, memory_limit_mib
 from tests import served
 from tests.server_process import running_server
 from tests.test_limits import FULL_DETAIL, Served, head, memory_kib, status
@@ -154,7 +154,7 @@ def test_300_slow_bodies_keep_the_worker_under_its_memory_limit(
     server, parser, _ = served
     if parser != DEFAULT_PARSER[server.engine]:
         pytest.skip("once per engine, on its default parser")
-    # The worker's share of the Deployment's limit (serving/setting_specs.py).
+    # The worker's share of the Deployment's limit (app/core/setting_specs.py).
     limit_kib = (memory_limit_mib(WORKERS, BODY_BUDGET) - BESIDE_THE_WORKERS_MIB) * 1024
     pid = server.pid
     Path(f"/proc/{pid}/clear_refs").write_text("5")  # VmHWM back to the current RSS

@@ -1,14 +1,19 @@
-"""The project's own modules (app/, serving/, bench/) import one another without a
-circle, function-local imports included: read from their source, nothing imported."""
+"""The project's own modules import only modules of their layer or the layers below it
+(app/core/layers.py), and one another without a circle, function-local imports
+included: read from their source, nothing of the project imported to find them."""
 
 from __future__ import annotations
 
 import ast
 from pathlib import Path
 
+from app.core.layers import LAYERS, layer_of
+from app.core.loops import ENGINES
 from tests.server_process import PROJECT_DIR
 
-PACKAGES = ("app", "serving", "bench")
+PACKAGES = tuple(dict.fromkeys(package.partition(".")[0]
+                               for _, packages in LAYERS for package in packages))
+RANK = {name: place for place, (name, _) in enumerate(LAYERS)}
 
 
 def module_files(root: Path = PROJECT_DIR) -> dict[str, Path]:
@@ -69,11 +74,56 @@ def circles(graph: dict[str, set[str]]) -> list[list[str]]:
     return found
 
 
+def upward(graph: dict[str, set[str]]) -> list[str]:
+    """Each import of a module in a higher layer than the importer's."""
+    return sorted(f"{name} ({layer_of(name)}) -> {target} ({layer_of(target)})"
+                  for name, targets in graph.items() for target in targets
+                  if RANK[layer_of(target)] > RANK[layer_of(name)])  # type: ignore[index]
+
+
 def test_the_walk_sees_function_local_imports() -> None:
     graph = import_graph()
-    # create_served_app imports the app inside the function: the edge is there.
-    assert "app.main" in graph["serving.served_app"]
-    assert "serving.engines.uvicorn" in graph and "serving.launcher" in graph
+    # The launcher imports the engines' package inside `serve`: the edge is there.
+    assert "serving.engines" in graph["serving.launcher"]
+    assert "serving.engines.uvicorn" in graph and "cli.main" in graph
+
+
+def test_every_module_is_in_a_layer() -> None:
+    assert [name for name in import_graph() if layer_of(name) is None] == []
+
+
+def test_no_module_imports_a_layer_above_its_own() -> None:
+    found = upward(import_graph())
+    assert not found, "imports that run up the layers:\n" + "\n".join(found)
+
+
+def test_an_upward_import_is_found_when_there_is_one(tmp_path: Path) -> None:
+    for package in ("app/core", "app/middleware", *PACKAGES[1:]):
+        (tmp_path / package).mkdir(parents=True)
+        (tmp_path / package / "__init__.py").write_text("")
+    (tmp_path / "app" / "core" / "low.py").write_text("def f():\n    from serving import high\n")
+    (tmp_path / "serving" / "high.py").write_text("from app.core import low\n")
+    assert upward(import_graph(tmp_path)) == ["app.core.low (base) -> serving.high (serving)"]
+
+
+def test_serving_imports_nothing_of_the_app_above_the_base() -> None:
+    """It loads the app by name (app/core/layers.py APP_FACTORY)."""
+    found = sorted(f"{name} -> {target}" for name, targets in import_graph().items()
+                   if layer_of(name) == "serving" for target in targets
+                   if layer_of(target) not in ("base", "serving"))
+    assert not found
+
+
+def test_an_engines_library_is_imported_only_in_its_engines_module() -> None:
+    found = []
+    for name, path in module_files().items():
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            names = ([alias.name for alias in node.names] if isinstance(node, ast.Import)
+                     else [node.module or ""] if isinstance(node, ast.ImportFrom) else [])
+            found += [f"{name} imports {library}" for library in names
+                      if (engine := library.partition(".")[0]) in ENGINES
+                      and not name.startswith(f"serving.engines.{engine}")]
+    assert not found
 
 
 def test_a_circle_is_found_when_there_is_one(tmp_path: Path) -> None:

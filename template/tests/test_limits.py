@@ -27,9 +27,9 @@ from websockets.exceptions import ConnectionClosed, InvalidStatus
 from websockets.sync.client import connect
 
 from app.core import loops
+from app.core.setting_specs import BY_NAME
 from app.middleware.body_budget import BodyBudget
 from app.middleware.request_limits import MAX_HEADERS, RequestLimitsMiddleware
-from serving.setting_specs import BY_NAME
 from tests import served
 from tests.server_process import running_server
 

@@ -136,7 +136,7 @@ def test_unknown_names_are_refused_with_the_choices(engine: str, loop: str) -> N
 def test_engines_markdown_covers_every_python_and_parser() -> None:
     from typer.testing import CliRunner
 
-    from app.cli import cli
+    from cli.main import cli
 
     result = CliRunner().invoke(cli, ["engines", "--markdown"])
     assert result.exit_code == 0
@@ -149,7 +149,7 @@ def test_engines_markdown_covers_every_python_and_parser() -> None:
 def test_engines_marks_the_pairs_served_here(monkeypatch: pytest.MonkeyPatch) -> None:
     from typer.testing import CliRunner
 
-    from app.cli import cli
+    from cli.main import cli
 
     monkeypatch.setenv("WEBSERVER_SERVED_ENGINES", "uvicorn,granian")
     monkeypatch.setenv("WEBSERVER_SERVED_LOOPS", "asyncio,rloop")

@@ -84,7 +84,7 @@ def test_requests_are_labelled_by_route_template_method_and_status_class() -> No
 
 
 def serve_refusal(*args: str, env: dict[str, str] | None = None) -> str:
-    result = subprocess.run([sys.executable, "-m", "app", "serve", "--host", "127.0.0.1", *args],
+    result = subprocess.run([sys.executable, "-m", "cli", "serve", "--host", "127.0.0.1", *args],
                             cwd=PROJECT_DIR, env={**os.environ, **(env or {})},
                             capture_output=True, text=True, timeout=30)
     assert result.returncode == 2, result.stderr

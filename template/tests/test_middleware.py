@@ -16,19 +16,22 @@ from typing import Any
 
 import pytest
 from starlette.middleware import Middleware
+from starlette.middleware.cors import CORSMiddleware
 
 import app.middleware as middleware_package
 import serving
 from app import custom
 from app.core import tracing
+from app.core.setting_specs import BY_NAME
+from app.core.settings import get_settings
 from app.custom import MIDDLEWARE as CUSTOM_MIDDLEWARE
-from app.main import create_app, middleware_layers
-from app.middleware import MIDDLEWARE
+from app.main import create_app
+from app.middleware import ORDER, middleware_layers
 from app.middleware.access_log import FORMATS as ACCESS_LOG_FORMATS
+from app.middleware.metrics_path import MetricsPathMiddleware
 from app.middleware.start_headers import StartHeadersMiddleware
+from app.middleware.tracing import TracingMiddleware
 from serving.served_app import create_served_app
-from serving.setting_specs import BY_NAME
-from serving.settings import get_settings
 
 START = {"type": "http.response.start", "status": 200,
          "headers": [(b"content-type", b"text/plain"), (b"x-downstream", b"kept")]}
@@ -136,7 +139,8 @@ def installed(monkeypatch: pytest.MonkeyPatch, access_log: str) -> set[type]:
     (Server-Timing, off by default, on)."""
     monkeypatch.setenv(BY_NAME["access_log"].env, access_log)
     monkeypatch.setenv(BY_NAME["server_timing"].env, "true")
-    if access_log == "json":  # and traces on, with a provider that exports nowhere
+    if access_log == "json":  # and /metrics on the app's port, and traces on (exported nowhere)
+        monkeypatch.setenv(BY_NAME["metrics"].env, "path")
         from opentelemetry.sdk.trace import TracerProvider
 
         monkeypatch.setenv("OTEL_TRACES_EXPORTER", "console")
@@ -163,14 +167,16 @@ def test_the_package_has_middleware_and_all_of_it_is_installed(
         get_settings.cache_clear()
     assert set(discovered()) <= set().union(*built)
     yours = {entry.cls if isinstance(entry, Middleware) else entry for entry in CUSTOM_MIDDLEWARE}
-    assert {*MIDDLEWARE, *yours} <= built[0]  # the access log off: the rest on
+    # The access log off, and the rest on but for CORS, /metrics on the app's port and traces.
+    rest = set(ORDER) - {*ACCESS_LOG_FORMATS.values(), CORSMiddleware, MetricsPathMiddleware,
+                         TracingMiddleware}
+    assert {*rest, *yours} <= built[0]
 
 
 def test_the_serving_layer_has_wrappers_and_all_of_them_are_checked() -> None:
     names = {wrapper.__name__ for wrapper in served_wrappers()}
-    # The four the app puts first (app/main.py) and gunicorn's worker in front of it.
-    assert {"ForwardedHeadersMiddleware", "ProbeMiddleware", "MetricsPathMiddleware",
-            "WebSocketsOff"} <= names
+    # gunicorn's worker puts one in front of the app (the app's own layers are discovered()).
+    assert "WebSocketsOff" in names
 
 
 def with_metrics_path(app: Any) -> Any:

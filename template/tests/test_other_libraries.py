@@ -220,7 +220,7 @@ def test_a_lifespan_calling_asyncio_stops_the_worker_with_a_sentence(
     custom.write_text(custom.read_text() + LIFESPAN_ON_ASYNCIO)
     port = free_port()
     result = subprocess.run(
-        [sys.executable, "-m", "app", "serve", "--engine", engine, "--loop", loop,
+        [sys.executable, "-m", "cli", "serve", "--engine", engine, "--loop", loop,
          "--host", "127.0.0.1", "--port", str(port),
          "--metrics-port", str(free_port(besides=port))],
         cwd=tmp_path, env={**os.environ, "PYTHONPATH": str(tmp_path),

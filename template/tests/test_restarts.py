@@ -30,8 +30,8 @@ from websockets.sync.client import connect
 
 from app.core import loops
 from app.core.answers import ANSWERS
+from app.core.setting_specs import BY_NAME
 from bench.http1 import ResponseReader
-from serving.setting_specs import BY_NAME
 from tests import served
 from tests.drain import drive_and_stop
 from tests.request_set import loop_for
@@ -311,7 +311,7 @@ def test_the_reload_command_finds_the_server_by_its_port(engine: str) -> None:
     with running_server(args) as server:
         before = worker_pids(server, workers=2)
         port = server.url.rsplit(":", 1)[1]
-        sent = subprocess.run([sys.executable, "-m", "app", "reload", "--port", port],
+        sent = subprocess.run([sys.executable, "-m", "cli", "reload", "--port", port],
                               capture_output=True, text=True, timeout=30, check=False)
         replaced = wait_until(lambda: not worker_pids(server, tries=10) & before, timeout=30)
     assert sent.returncode == 0, sent.stderr
@@ -320,7 +320,7 @@ def test_the_reload_command_finds_the_server_by_its_port(engine: str) -> None:
 
 
 def test_the_reload_command_says_when_nothing_listens() -> None:
-    sent = subprocess.run([sys.executable, "-m", "app", "reload", "--port", str(free_port())],
+    sent = subprocess.run([sys.executable, "-m", "cli", "reload", "--port", str(free_port())],
                           capture_output=True, text=True, timeout=30, check=False)
     assert sent.returncode != 0
     assert "listens on port" in sent.stderr and "Traceback" not in sent.stderr, sent.stderr

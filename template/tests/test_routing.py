@@ -36,8 +36,8 @@ from starlette.websockets import WebSocketDisconnect
 
 from app import custom
 from app.api import demo, echo, health
+from app.core.settings import PROJECT_NAME, get_settings
 from app.main import STATIC_DIR, create_app, fastapi_options
-from serving.settings import PROJECT_NAME, get_settings
 
 TOKEN = {"Authorization": "Bearer letmein"}
 
@@ -408,3 +408,21 @@ def test_a_websocket_dependency_is_applied(token: str) -> None:
 ])
 def test_reverse_lookups_are_fastapis(name: str, params: dict[str, Any]) -> None:
     assert template_app().url_path_for(name, **params) == plain_app().url_path_for(name, **params)
+
+
+@pytest.mark.parametrize("examples", [False, True])
+def test_the_example_routes_are_served_only_when_asked(
+        monkeypatch: pytest.MonkeyPatch, examples: bool) -> None:
+    """Production (no .env) serves /health/ and your routes; the examples are opt-in."""
+    monkeypatch.setenv("WEBSERVER_EXAMPLES", str(examples).lower())
+    get_settings.cache_clear()
+    try:
+        with TestClient(create_app(), base_url="http://localhost") as client:
+            assert client.get("/health/").status_code == 200
+            assert client.get("/demo/items/1").status_code == (200 if examples else 404)
+            assert (client.post("/demo/echo", json={}).status_code == 404) is not examples
+            if not examples:
+                with pytest.raises(WebSocketDisconnect), client.websocket_connect("/ws/echo"):
+                    pass
+    finally:
+        get_settings.cache_clear()

@@ -14,11 +14,11 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 from typer.testing import CliRunner
 
 from app import custom
-from app.cli import cli
 from app.core import loops
+from app.core import settings as config
+from app.core.setting_specs import BY_NAME
+from cli.main import cli
 from serving import launcher, memory
-from serving import settings as config
-from serving.setting_specs import BY_NAME
 from tests.server_process import PROJECT_DIR, free_port
 
 NOT_INSTALLED = next(
@@ -282,7 +282,7 @@ def test_port_out_of_bounds_is_worded_from_its_declaration(
 def test_refusal_from_a_real_process_has_no_traceback() -> None:
     env = {**os.environ, **WORKING_SETTINGS, "WEBSERVER_LOOP": "rloop"}
     result = subprocess.run(
-        [sys.executable, "-m", "app", "serve", "--port", str(free_port())],
+        [sys.executable, "-m", "cli", "serve", "--port", str(free_port())],
         cwd=PROJECT_DIR, env=env, capture_output=True, text=True, timeout=30,
     )
     assert result.returncode == 2
@@ -300,12 +300,12 @@ def test_every_accepted_proxy_list_is_honoured_by_the_middleware(
     given: str, read: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """What WEBSERVER_TRUSTED_PROXIES accepts, the proxy-headers middleware
-    (serving/forwarded.py, on every engine) matches: an address of every entry is
+    (app/middleware/forwarded.py, on every engine) matches: an address of every entry is
     trusted. `10.0.0.1/8` and a `*` among others, which would match nothing, are
     refused (BAD_SETTINGS)."""
     import ipaddress
 
-    from serving.forwarded import TrustedProxies
+    from app.middleware.forwarded import TrustedProxies
 
     monkeypatch.chdir(tmp_path)  # no .env
     for name, value in WORKING_SETTINGS.items():
@@ -381,7 +381,7 @@ def test_a_bad_env_file_stops_serve_with_one_sentence_naming_it(
     preexec = None
     if make is _unreadable and os.geteuid() == 0:
         preexec = _read_by_mode_even_as_root
-    command = [sys.executable, "-m", "app", "serve", "--port", str(free_port())]
+    command = [sys.executable, "-m", "cli", "serve", "--port", str(free_port())]
     environment = {**os.environ, **WORKING_SETTINGS, "PYTHONPATH": str(PROJECT_DIR),
                    config.ENV_FILE_VARIABLE: config.ENV_FILE}  # this test is about .env
     try:
@@ -416,8 +416,8 @@ def test_every_setting_appears_wherever_it_must() -> None:
     """Declared once: `serve --help`, .env.example and docs/settings.md all list it."""
     from typer.testing import CliRunner
 
-    from app.cli import cli
-    from serving.setting_specs import SETTINGS
+    from app.core.setting_specs import SETTINGS
+    from cli.main import cli
 
     project = Path(__file__).resolve().parents[1]
     help_text = CliRunner().invoke(cli, ["serve", "--help"], env={"COLUMNS": "200"}).stdout

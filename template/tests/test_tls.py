@@ -1,4 +1,4 @@
-"""TLS on every engine (serving/tls.py): HTTPS with a certificate the test makes, HTTP/2
+"""TLS on every engine (app/core/tls.py): HTTPS with a certificate the test makes, HTTP/2
 chosen by ALPN where the engine offers it, and one sentence for a pair that cannot serve."""
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ import httpx
 import pytest
 import trustme
 
-from serving import tls
+from app.core import tls
 from tests import served
 from tests.request_set import loop_for
 from tests.server_process import running_server, trusting
@@ -140,7 +140,7 @@ def test_a_pair_that_cannot_serve_is_one_sentence(authority: dict[str, str]) -> 
 def test_serve_refuses_a_mismatched_key_before_it_starts(authority: dict[str, str]) -> None:
     env = {"WEBSERVER_TLS_CERTFILE": authority["cert"],
            "WEBSERVER_TLS_KEYFILE": authority["other_key"]}
-    refused = subprocess.run([sys.executable, "-m", "app", "serve"],
+    refused = subprocess.run([sys.executable, "-m", "cli", "serve"],
                              env={**os.environ, **env},
                              capture_output=True, text=True, timeout=60, check=False)
     assert refused.returncode == 2, refused.stderr
@@ -176,7 +176,7 @@ def test_http3_is_refused_without_tls_or_on_another_engine(
         authority: dict[str, str]) -> None:
     served.require(engine)
     started = subprocess.run(
-        [sys.executable, "-m", "app", "serve", "--engine", engine, "--loop", loop_for(engine),
+        [sys.executable, "-m", "cli", "serve", "--engine", engine, "--loop", loop_for(engine),
          "--http3"],
         env={**os.environ, **(tls_env(authority) if env is None else env)},
         capture_output=True, text=True, timeout=60, check=False)

@@ -34,7 +34,7 @@ from opentelemetry.trace import SpanKind, StatusCode
 from app.core import logs, tracing
 from app.core.answers import PROJECT_SLUG
 from app.main import create_app
-from app.middleware import MIDDLEWARE
+from app.middleware import layers
 from app.middleware.tracing import TracingMiddleware
 from tests import served
 from tests.server_process import PROJECT_DIR, running_server
@@ -65,7 +65,8 @@ def client(provider: TracerProvider) -> TestClient:
     async def fails() -> None:
         raise RuntimeError("a bug")
 
-    app = create_app(middleware=(partial(TracingMiddleware, provider=provider), *MIDDLEWARE),
+    app = create_app(middleware=(partial(TracingMiddleware, provider=provider),
+                                 *layers(metrics=False)),
                      user_routers=[failing])
     return TestClient(app, base_url="http://localhost", raise_server_exceptions=False)
 

@@ -14,7 +14,7 @@ import platform
 from fastapi import APIRouter, Request
 
 from app.api.prefixed_routes import PrefixedRoute
-from serving.settings import get_settings
+from app.core.settings import get_settings
 
 # Before the examples (and yours, when one takes /health/): a path that passes them
 # does so with one substring test (prefixed_routes.py).

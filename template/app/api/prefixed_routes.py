@@ -1,14 +1,10 @@
 """A route that tells a path outside its prefix "no" at once.
 
-`/health/`'s routes come before the template's examples, and before yours when one of
-yours would take their paths (app/main.py), so the requests that pass them are first
-tried against them: FastAPI's matching costs each a regular expression and the checks
-around it (docs/benchmarks.md). A path that does not even contain a route's first segment
-(`/health`) cannot match it: this class answers that with one substring test and
-leaves every other path to FastAPI, unchanged (`scope["path"]` holds the path the
-route matches, after any root_path: containing the segment is necessary, never
-sufficient). FastAPI's docs describe subclassing APIRoute ("Custom Request and
-APIRoute class").
+FastAPI tries the routes in turn, each with a regular expression and the checks around
+it, and `/health/`'s come before the examples (and before yours that would take their
+paths, app/main.py). A path that does not contain a route's first segment (`/health`)
+cannot match it: one substring test answers it, and every other path goes to FastAPI
+unchanged (`scope["path"]` is after any root_path: the test is necessary, not sufficient).
 """
 
 from __future__ import annotations

@@ -11,6 +11,11 @@ announced body over it is refused before a byte of it is read.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
+
+BODY_HEADERS = frozenset((b"content-length", b"transfer-encoding"))
+MULTIPLEXED = frozenset(("2", "3"))  # http_version of HTTP/2 and /3: a body may be silent
+CRLF = COLON_SPACE = 2
 
 
 @dataclass(frozen=True)
@@ -21,3 +26,14 @@ class BodyLimit:
 
     def matches(self, route_path: str) -> bool:
         return route_path.startswith(self.path)
+
+
+def head_size(scope: dict[str, Any]) -> int:
+    """The request line and headers as HTTP/1.1 sends them, but for the spaces around
+    each value: the size WEBSERVER_MAX_HEADER_SIZE bounds, whatever the protocol."""
+    query = scope.get("query_string")
+    size = (len(scope["method"]) + 1 + len(scope.get("raw_path") or b"")
+            + (1 + len(query) if query else 0) + len(" HTTP/1.1") + CRLF + CRLF)
+    for name, value in scope["headers"]:  # a loop, not sum() over a generator: per request
+        size += len(name) + COLON_SPACE + len(value) + CRLF
+    return size

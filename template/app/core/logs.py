@@ -133,18 +133,3 @@ def hypercorn_error_log(log_format: str, log_level: str) -> logging.Logger:
     logger.propagate = False
     return logger
 
-
-def gunicorn_logger(log_format: str) -> type:
-    """gunicorn's logger class (its `logger_class`), its lines in the format."""
-    from gunicorn.glogging import Logger
-
-    if log_format != "json":
-        return Logger
-
-    class JsonLogger(Logger):
-        def setup(self, cfg: object) -> None:
-            super().setup(cfg)
-            for handler in self.error_log.handlers:
-                handler.setFormatter(JsonFormatter())
-
-    return JsonLogger

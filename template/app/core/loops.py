@@ -435,7 +435,7 @@ def http_engine_value(engine: str, http: str) -> str:
 
 @dataclass(frozen=True)
 class FeatureSpec:
-    """How each engine honours a setting (serving/setting_specs.py), or why it cannot."""
+    """How each engine honours a setting (app/core/setting_specs.py), or why it cannot."""
 
     setting: str
     # engine -> the engine's own option that carries the setting

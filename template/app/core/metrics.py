@@ -1,40 +1,12 @@
 """Prometheus metrics: the same names and labels on every engine, summed over workers.
 
-What is measured (docs/observability.md): requests by route template, method and
-status class with their duration (one histogram: its `_count` is the number of
-requests, as OpenTelemetry's `http.server.request.duration` is), the requests in
-flight, and the server's startup facts.
-
-Several workers, each its own process, count for one scrape through prometheus-client's
-multiprocess mode: each worker writes its figures into memory-mapped files of a
-directory the launcher makes for the run (PROMETHEUS_MULTIPROC_DIR, a fresh one each
-time), and a scrape reads them all (`MultiProcessCollector`).
-
-Those files are named by worker, and a worker that is recycled or killed is the trap
-(prometheus/client_python#115): named by pid, as prometheus-client does by default,
-each replacement starts new files, the directory grows with every recycle and each
-scrape reads more; deleting a dead worker's files would take its counts away. Here a
-worker takes a *slot* instead: the first `slot-N.lock` of the directory it can lock
-(an exclusive `flock`, held for the life of the process and released by the kernel
-when it ends, however it ends), and names its files `w<N>`. Two live workers never
-share a slot; a replacement takes the slot its predecessor left and goes on counting
-from the figures in its files (prometheus-client reads a file's value when it opens
-it). So counts neither vanish nor double, and there are as many files as workers ever
-ran at once. What must not outlive a worker, its requests in flight, is cleared by the
-scrape: a slot whose lock is free belongs to no process, and `mark_process_dead`
-removes its live gauges. The same works whatever starts the workers (uvicorn's
-supervisor, granian's, gunicorn's arbiter), forked or spawned.
-
-The request durations are counted by the worker in a table of its own and written to
-its slot's file in batches (app/core/request_durations.py): a request costs a
-bisection and two additions, not a histogram's observe. A histogram of yours is added
-up in the worker too and written to its files in batches, by `write_batches`: a write
-to a file is a locked write to shared memory, 1.4 us (docs/benchmarks.md). The metrics
-layer writes every WRITE_SECONDS and when the worker stops (the lifespan's end); a
-scrape sees a request that late at most. A worker killed with `kill -9` (or by the
-kernel, out of memory) takes the observations of its last WRITE_SECONDS with it, never
-more: its files keep everything written before. Gauges (requests in flight, the
-server's facts) and counters are written at once, as prometheus-client writes them.
+Workers write to files in the run's PROMETHEUS_MULTIPROC_DIR (prometheus-client's
+multiprocess mode), named by *slot*, not by pid (prometheus/client_python#115): a worker
+locks the first free `slot-N.lock` (`flock`, freed by the kernel however it dies) and
+goes on from the files its predecessor left, so counts neither vanish nor double and the
+files stay as many as the workers. A scrape drops the live gauges of unlocked slots.
+Histograms are added up in the worker and written every WRITE_SECONDS (`write_batches`),
+since each write to a file takes a lock; docs/observability.md has the rest.
 """
 
 from __future__ import annotations
@@ -115,7 +87,7 @@ def _create() -> ServerMetrics:
 
 def _started(metrics: ServerMetrics) -> None:
     """What a worker sets when it starts, also in a slot a dead worker left."""
-    from serving.settings import get_settings
+    from app.core.settings import get_settings
 
     settings = get_settings()
     metrics.in_flight.set(0)

@@ -1,24 +1,12 @@
-"""The request-duration histogram: counted in the worker, written to its slot's file in
-batches, summed over the slots' files at a scrape.
+"""The request-duration histogram: counted in the worker, written to its slot's files in
+batches, summed over the slots' files at a scrape; the same name, labels, buckets and
+samples as prometheus-client's histogram, whose observe takes locks and has no batch API.
 
-prometheus-client's histogram costs each observation a walk of its buckets and two
-writes, each under a lock, and its public API has no way to add many observations at
-once (docs/benchmarks.md has the cost). Here a request costs a bisection and two
-additions to this worker's table, and every WRITE_SECONDS (app/core/metrics.py) the
-worker writes the whole table into its slot's files in the run's directory, in place
-(`pwrite`): a rename over the last file stalls the worker's loop on ext4, which
-flushes a file renamed over another.
-Two files a slot, `durations-<slot>.a` and `.b`, written in turn, each with the
-table's sequence number, length and CRC-32: a scrape takes the newest whole one, so it
-reads one table or the one before, never half of one, even while the worker writes.
-The slots are app/core/metrics.py's: a worker that takes a slot goes on from the table
-its predecessor left (its newest whole one), so counts neither vanish nor double, and
-there are two files for each worker that ran at once. A `kill -9` loses what was
-counted since the last write, at most WRITE_SECONDS, also when it lands in a write.
-Not served (tests, `bench`), the table is read in memory.
-
-The metric is the one it was as prometheus-client's histogram: the same name, labels,
-buckets (prometheus-client's defaults) and samples.
+A request costs a bisection and two additions. Every WRITE_SECONDS the table is written
+in place (`pwrite`: a rename over the last file stalls the loop on ext4) to the older of
+two files, `durations-<slot>.a` and `.b`, with a sequence number, length and CRC-32, so a
+scrape reads the newest whole table, never half of one. Not served (tests, `bench`), the
+table is read in memory.
 """
 
 from __future__ import annotations

@@ -1,20 +1,11 @@
 """`server_stopping`: how your code learns that this worker's server is stopping.
 
-Set in each worker as soon as it is told to stop (SIGTERM, a reload on SIGHUP, a
-recycle), on every engine, before the server waits for what is still open. A stream
-that looks at it can send its last event and finish:
-
-    async def events() -> AsyncIterator[str]:
-        while not server_stopping.is_set():
-            yield "data: tick\\n\\n"
-            await server_stopping.wait(timeout=1.0)  # a tick, or the stop
-        yield "event: bye\\ndata: the server is restarting\\n\\n"
-
-A stream or WebSocket still open WEBSERVER_STREAM_STOP_TIMEOUT seconds after the stop
-is ended by the server (serving/open_streams.py): your generator is cancelled, the
-stream is closed properly, a WebSocket gets close code 1012. Your lifespan's shutdown
-runs after that. Requests that have not started their answer keep the whole
-WEBSERVER_GRACEFUL_TIMEOUT.
+Set in each worker as soon as it is told to stop (SIGTERM, a reload, a recycle), on every
+engine, before the server waits for what is still open: a stream that awaits
+`server_stopping.wait(timeout=...)` between events can send its last one and finish. A
+stream or WebSocket still open WEBSERVER_STREAM_STOP_TIMEOUT seconds after the stop is
+ended for it (app/middleware/open_streams.py), then the lifespan's shutdown runs; a
+request not yet answered keeps the whole WEBSERVER_GRACEFUL_TIMEOUT.
 """
 
 from __future__ import annotations
@@ -23,7 +14,9 @@ import asyncio
 import contextlib
 import math
 import threading
+import time
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from typing import Any
 
 
@@ -34,9 +27,8 @@ class ServerStopping:
 
     def __init__(self) -> None:
         self.flag = threading.Event()
-        # Its read is the flag's own (no call of ours around it): every answer's start
-        # asks (app/middleware/fused_layers.py, serving/open_streams.py). Bound to this
-        # Event: set and clear `flag`, never replace it.
+        # The flag's own read, no call of ours around it: every answer's start asks
+        # (fused_layers.py, open_streams.py). Bound to this Event: never replace `flag`.
         self.is_set: Callable[[], bool] = self.flag.is_set
         # (how to call into that loop from any thread, the event set there)
         self.waiters: set[tuple[Callable[[Callable[[], object]], object], Any]] = set()
@@ -93,3 +85,76 @@ class ServerStopping:
 
 
 server_stopping = ServerStopping()
+
+
+@dataclass
+class Open:
+    kind: str  # "http" or "websocket"
+    name: str  # "GET /demo/events", "WebSocket /ws/echo"
+    since: float = field(default_factory=time.monotonic)
+    streaming: bool = False  # an answer begun without a Content-Length, or a WebSocket accepted
+    done: bool = False  # its last body chunk sent, or its close
+    cut: bool = False  # cancelled by this layer at the stop
+
+
+class OpenStreams:
+    """The requests of this process in flight, by task, and the end of each stream
+    still open at the stop."""
+
+    def __init__(self) -> None:
+        self.open: dict[asyncio.Task[object], Open] = {}
+        self.on_trio: dict[Any, Open] = {}  # trio cancels by scope: by trio.CancelScope
+        self.watchers: set[object] = set()  # asyncio loops, trio runs' tokens
+        self.stop_timeout = 1.0
+
+    def watch(self, loop: asyncio.AbstractEventLoop) -> None:
+        if loop not in self.watchers:
+            self.watchers.add(loop)
+            loop.create_task(self.end_at_stop(), name="end open streams at the stop")
+
+    async def end_at_stop(self) -> None:
+        await server_stopping.wait()
+        deadline = time.monotonic() + self.stop_timeout
+        loop = asyncio.get_running_loop()
+        while (left := deadline - time.monotonic()) > 0 and self.streams(loop):
+            await asyncio.sleep(min(left, 0.05))
+        for task, entry in self.streams(loop):
+            entry.cut = True
+            task.cancel()
+
+    def streams(self, loop: asyncio.AbstractEventLoop) -> list[tuple[asyncio.Task[object], Open]]:
+        return [(task, entry) for task, entry in list(self.open.items())
+                if entry.streaming and not entry.done and task.get_loop() is loop]
+
+    def watch_trio(self) -> None:
+        import trio
+
+        token = trio.lowlevel.current_trio_token()
+        if token not in self.watchers:
+            self.watchers.add(token)
+            trio.lowlevel.spawn_system_task(self.end_at_stop_on_trio)
+
+    async def end_at_stop_on_trio(self) -> None:
+        import trio
+
+        await server_stopping.wait()
+        deadline = time.monotonic() + self.stop_timeout
+        while (left := deadline - time.monotonic()) > 0 and self.trio_streams():
+            await trio.sleep(min(left, 0.05))
+        for cut, entry in self.trio_streams():
+            entry.cut = True
+            cut.cancel()
+
+    def trio_streams(self) -> list[tuple[Any, Open]]:
+        return [(cut, entry) for cut, entry in list(self.on_trio.items())
+                if entry.streaming and not entry.done]
+
+    async def ended(self, timeout: float) -> None:
+        """Once no stream is left open on this loop (or `timeout`): an engine that
+        drops what is open as it stops waits for this first (serving/engines/granian.py)."""
+        loop, deadline = asyncio.get_running_loop(), time.monotonic() + timeout
+        while self.streams(loop) and time.monotonic() < deadline:  # a cut one included
+            await asyncio.sleep(0.02)
+
+
+OPEN_STREAMS = OpenStreams()

@@ -1,18 +1,11 @@
 """OpenTelemetry traces: off unless the standard OTEL_* variables ask for them.
 
-On when OTEL_TRACES_EXPORTER names an exporter other than `none`, or an OTLP endpoint
-is given (OTEL_EXPORTER_OTLP_ENDPOINT, OTEL_EXPORTER_OTLP_TRACES_ENDPOINT); off
-whenever OTEL_SDK_DISABLED=true. Off, nothing of OpenTelemetry's SDK is imported and
-no layer is added: a request costs what it cost without it (docs/benchmarks.md).
-
-On, each worker sets up the SDK the way its documentation reads the environment:
-the exporters of OTEL_TRACES_EXPORTER (`otlp`, the default with an endpoint, over
-OTLP/HTTP with protobuf; `console`, on stderr, since stdout is the access log's), the
-sampler of OTEL_TRACES_SAMPLER, the batching of OTEL_BSP_*, the resource of
-OTEL_SERVICE_NAME and OTEL_RESOURCE_ATTRIBUTES (service.name is the project's slug
-unless you name it), and the exporter's OTEL_EXPORTER_OTLP_* (endpoint, headers,
-timeout, compression, certificates). OTLP over gRPC needs its package:
-`make add PKG=opentelemetry-exporter-otlp-proto-grpc`.
+On when OTEL_TRACES_EXPORTER names an exporter other than `none`, or an OTLP endpoint is
+set; off whenever OTEL_SDK_DISABLED=true. Off, nothing of the SDK is imported and no
+layer is added, so a request pays nothing for it. On, each worker sets up the SDK from
+the environment as the SDK's documentation reads it; `console` writes to stderr, since
+stdout is the access log's, and service.name is the project's slug unless you name it.
+OTLP over gRPC needs its package: `make add PKG=opentelemetry-exporter-otlp-proto-grpc`.
 """
 
 from __future__ import annotations

@@ -1,17 +1,11 @@
 """One access log line per request, the same on every engine (theirs are off).
 
-Fields: time (UTC), client (request.client: an address, serving/forwarded.py),
-method, path, status, duration in ms, request id, and the trace id when OpenTelemetry
-traces are on (app/core/tracing.py). WEBSERVER_ACCESS_LOG picks the shape: `text`, or
-`json` (one object per line). The line is written when the response ends, a pathsend
-included.
-
-One request makes one line, whatever it holds: the engines hand the path over
-percent-decoded, so `/x/%0a...` would otherwise write a line of the caller's making,
-and `%1b[...` terminal escapes. The text line writes a quote, a backslash and every
-character that is not printable (controls, line separators, bidi overrides) as
-`\\xHH`, `\\uHHHH` or `\\UHHHHHHHH`, as nginx's `escape=default` does bytes; JSON
-escapes them its own way. The query string is not logged (it often carries tokens).
+WEBSERVER_ACCESS_LOG picks `text` or `json` (the fields: docs/observability.md, "Logs").
+The line is written when the response ends, a pathsend included. The engines hand the
+path over percent-decoded, so the text line writes a quote, a backslash and every
+character that is not printable as `\\xHH`, `\\uHHHH` or `\\UHHHHHHHH` (as nginx's
+`escape=default` does bytes): a caller cannot write a line or a terminal escape of its
+own. The query string is not logged (it often carries tokens).
 """
 
 from __future__ import annotations
@@ -25,8 +19,8 @@ from typing import Any
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from app.core import tracing
+from app.core.settings import get_settings
 from app.middleware.messages import Message, is_response_end
-from serving.settings import get_settings
 
 
 def escaped(text: str) -> str:

@@ -1,20 +1,12 @@
 """Which host a request may name (WEBSERVER_ALLOWED_HOSTS), and which page may open
-a WebSocket (WEBSERVER_WS_ORIGINS).
+a WebSocket (WEBSERVER_WS_ORIGINS); docs/security.md.
 
-Host: Starlette builds absolute URLs from the Host header (the redirect from /health
-to /health/, `url_for`), so a forged one would put another host in a Location header,
-and a page that reached this service by DNS rebinding names its own host. A request
-naming a host that is not allowed, or none (an HTTP/1.0 client; granian hands the app
-an empty Host then), or two Host headers (which uvicorn and granian pass on; RFC
-9112 says 400, and a check and a URL could read different ones), gets 400 before any
-route runs, as Starlette's TrustedHost middleware answers. /livez and /readyz are
-answered before the app (serving/probes.py), whatever host a probe names, or none.
-
-Origin: no same-origin policy stops a page of another site from opening a WebSocket
-with the user's cookies; the browser only says which page asks, in Origin. A
-handshake from an origin that is neither this host's own (`self`: the origin's host
-and port are the Host header's, whatever the scheme) nor listed is refused with 403.
-Clients other than browsers send no Origin and are not checked.
+Starlette builds absolute URLs from the Host header, so a forged one, or a page reached
+by DNS rebinding, would put its host in a Location header. A host not allowed, none
+(HTTP/1.0), or two Host headers (RFC 9112 says 400) get 400 before any route runs. No
+same-origin policy guards a WebSocket: a handshake whose Origin is neither this host's
+own (`self`) nor listed gets 403; clients that send no Origin are not checked. The probes
+are answered before this layer, whatever host they name (app/middleware/probes.py).
 """
 
 from __future__ import annotations
@@ -23,8 +15,8 @@ from collections.abc import Awaitable
 
 from starlette.types import ASGIApp, Receive, Scope, Send
 
+from app.core.settings import get_settings
 from app.middleware import websocket_limits
-from serving.settings import get_settings
 
 ANY = "*"
 SELF = "self"

@@ -1,13 +1,10 @@
 """The bytes of request bodies one worker holds at once (WEBSERVER_BODY_BUDGET).
 
-A body's own limit bounds one request; this bounds them all together (docs/security.md,
-"Hostile clients", has what many slow bodies did without it). The body limits layer
-(request_limits.py) takes each read from the budget as it arrives and gives the
-request's bytes back when its app call returns; a read that would pass the budget is
-refused (503) unless its body is the only one held.
-
-One per app, so one per worker: every request of a worker runs on its one event loop
-thread, so the counts need no lock.
+A body's own limit bounds one request; this bounds them all together (docs/security.md).
+The body limits layer (request_limits.py) takes each read from the budget as it arrives
+and gives the request's bytes back when its app call returns; a read that would pass the
+budget is refused (503) unless its body is the only one held. One per worker: its
+requests all run on its one event loop thread, so the counts need no lock.
 """
 
 from __future__ import annotations

@@ -11,7 +11,7 @@ from __future__ import annotations
 from starlette.middleware import Middleware
 from starlette.middleware.cors import CORSMiddleware
 
-from serving.settings import get_settings
+from app.core.settings import get_settings
 
 EXPOSED = ["X-Request-ID"]  # so the page's script can quote it in a bug report
 

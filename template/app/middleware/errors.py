@@ -1,16 +1,11 @@
 """Error paths answered inside the other middleware, and logged once, to stderr.
 
-Starlette turns an exception no handler took into a 500 outside every middleware, so
-that 500 had no request id, no security headers and no access log line. Here, inside
-them, it is answered like any other response: Starlette's plain 500 (or the one your
-handler for `Exception` or 500 builds, added in `customize`), after one ERROR line
-with its traceback on stderr. FastAPI's handlers (HTTPException, validation errors,
-yours for your own exceptions) run further in and are untouched. With `debug=True`
-Starlette's debug page is left to answer.
-
-A client that leaves before its request body was read (an aborted upload) is no
-error of the app: no traceback, and a 499 (nginx's "client closed request") that the
-access log writes and the engine, whose client is gone, drops.
+Starlette answers an exception no handler took outside every middleware, with no
+request id, security headers or access line. Here, inside them, it gets Starlette's
+plain 500 (or your handler's for `Exception` or 500) after one ERROR line with its
+traceback. FastAPI's own handlers run further in, untouched; with `debug=True`,
+Starlette's debug page answers. A client that left before its body was read is no error
+of the app: no traceback, and a 499 (nginx's "client closed request") in the access log.
 """
 
 from __future__ import annotations

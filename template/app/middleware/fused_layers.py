@@ -1,17 +1,12 @@
 """The template's own middleware, where the stack puts them next to each other, as one
 ASGI layer.
 
-With the defaults every template layer is next to the others (the probes, the proxy
-headers, the end of streams at a stop, metrics, the request id, the access log,
-Server-Timing, the security headers, the Host check, the 500s, the body limits, the
-WebSocket limits), and each layer cost a call, most a coroutine and a `send` wrapper,
-and several a scan of the request's headers: a fifth of a small request
-(docs/benchmarks.md). `fuse()` runs each run of them as this one layer: for HTTP one
-coroutine, one `send` wrapper and one scan of the headers, doing what the classes do, in
-the order the stack defines (app/middleware/__init__.py). A layer of yours, CORS or
-the span (app/main.py) between two of them ends a run. WebSocket and lifespan scopes go
-through the classes themselves, chained as they would be. Each class still works alone,
-and is tested alone.
+Each layer costs a call, most a coroutine and a `send` wrapper, several a scan of the
+request's headers (docs/benchmarks.md). `fuse()` runs each run of neighbours, in the
+order of app/middleware/__init__.py, as one layer: for HTTP, one coroutine, one `send`
+wrapper and one scan of the headers. A layer of yours, CORS or the span between two of
+them ends a run; WebSocket and lifespan scopes go through the classes themselves. Each
+class still works, and is tested, alone.
 """
 
 from __future__ import annotations
@@ -23,19 +18,29 @@ from typing import Any
 
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from app.core.stopping import server_stopping
-from app.middleware import MIDDLEWARE
+from app.core.body_limits import BODY_HEADERS, MULTIPLEXED
+from app.core.stopping import OPEN_STREAMS, Open, server_stopping
+from app.middleware import ORDER, layers
 from app.middleware.access_log import FORMATS, AccessLogMiddleware
 from app.middleware.allowed_hosts import AllowedHostsMiddleware, refuse_host
 from app.middleware.errors import ServerErrorMiddleware
+from app.middleware.forwarded import FORWARDED_HEADERS, ForwardedHeadersMiddleware
 from app.middleware.messages import Message, add_headers, is_response_end
 from app.middleware.metrics import MetricsMiddleware
+from app.middleware.open_streams import (
+    OpenStreamsMiddleware,
+    closing,
+    cut_by_the_stop,
+    has_length,
+    noted,
+)
+from app.middleware.probes import PROBE_PATHS, ProbeMiddleware
+from app.middleware.probes import answer as answer_probe
+from app.middleware.probes import with_body as probe_with_body
 from app.middleware.request_id import ACCEPTED, RequestIdMiddleware
 from app.middleware.request_id import HEADER as REQUEST_ID
 from app.middleware.request_limits import (
-    BODY_HEADERS,
     MAX_HEADERS,
-    MULTIPLEXED,
     TOO_MANY_HEADERS,
     RequestLimitsMiddleware,
     answer,
@@ -50,47 +55,33 @@ from app.middleware.start_headers import (
 )
 from app.middleware.timing import TimingMiddleware
 from app.middleware.websocket_limits import WebSocketLimitsMiddleware
-from serving.forwarded import FORWARDED_HEADERS, ForwardedHeadersMiddleware
-from serving.open_streams import (
-    OPEN_STREAMS,
-    Open,
-    OpenStreamsMiddleware,
-    closing,
-    cut_by_the_stop,
-    has_length,
-    noted,
-)
-from serving.probes import PROBE_PATHS, ProbeMiddleware
-from serving.probes import answer as answer_probe
-from serving.probes import with_body as probe_with_body
 
 # The request headers the one scan below looks at.
 NOTED = frozenset({b"host", *BODY_HEADERS, REQUEST_ID, *FORWARDED_HEADERS})
 
-# The order of the stack, outermost first (app/main.py middleware_layers); the access
-# log's place is taken by whichever format WEBSERVER_ACCESS_LOG picks.
-ORDER: tuple[tuple[type, ...], ...] = (
-    (ProbeMiddleware,), (ForwardedHeadersMiddleware,), (OpenStreamsMiddleware,),
-    (MetricsMiddleware,), (RequestIdMiddleware,), tuple(FORMATS.values()),
-    (TimingMiddleware,), (SecurityHeadersMiddleware,), (AllowedHostsMiddleware,),
-    (ServerErrorMiddleware,), (RequestLimitsMiddleware,), (WebSocketLimitsMiddleware,),
-)
+# The classes this layer does the work of, each in its place in ORDER; the others end a
+# run (the access log's place is taken by whichever format WEBSERVER_ACCESS_LOG picks).
+FUSABLE = (ProbeMiddleware, ForwardedHeadersMiddleware, OpenStreamsMiddleware, MetricsMiddleware,
+           RequestIdMiddleware, *FORMATS.values(), TimingMiddleware, SecurityHeadersMiddleware,
+           AllowedHostsMiddleware, ServerErrorMiddleware, RequestLimitsMiddleware,
+           WebSocketLimitsMiddleware)
 
 
 def rank(layer: object) -> int | None:
     """The place of a template class in ORDER (exactly that class: a subclass of yours
     may do more), or None."""
-    for place, classes in enumerate(ORDER):
-        if layer in classes:
-            return place
-    return None
+    if not any(layer is cls for cls in FUSABLE):
+        return None
+    return next(place for place, cls in enumerate(ORDER) if cls is layer)
 
 
 class FusedLayers:
     """A run of the template's middleware classes (outermost first, in ORDER) as one
     layer."""
 
-    def __init__(self, app: ASGIApp, classes: Sequence[type] = MIDDLEWARE) -> None:
+    def __init__(self, app: ASGIApp, classes: Sequence[type] | None = None) -> None:
+        if classes is None:  # the defaults' classes, as the stack would hold them
+            classes = [layer for layer in layers() if rank(layer) is not None]  # type: ignore[misc]
         self.app = app
         # The classes themselves, chained, for what is not HTTP (WebSockets, lifespan).
         other = app

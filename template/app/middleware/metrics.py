@@ -1,19 +1,12 @@
 """Prometheus metrics for every HTTP request (WEBSERVER_METRICS; app/core/metrics.py).
 
-The outermost of the template's layers after the probes, the proxy headers and the
-streams' end (app/main.py): it counts what the others answer too (a host refused, a 500,
-a 499), and times the whole stack. A request is labelled by the template of the route
-that served it (`/items/{item_id}`, from `scope["route"]`, which the router sets:
-tests/test_routing.py), never by its path, so the series stay as few as the routes;
-a request no route matched is `unmatched`, and a method outside the standard ones
-`other`. WebSockets are not counted.
-
-Cost (docs/benchmarks.md): a request adds its duration to the worker's table
-(app/core/request_durations.py), and a timer on the worker's loop writes the table,
-and the requests in flight (a plain integer here), every WRITE_SECONDS, and once more
-when the worker stops (the lifespan's end). The template's other layers next to this
-one run with it as one layer (app/middleware/fused_layers.py), through `begin` and
-`observe`.
+Outside the template's other layers but the probes, the proxy headers and the streams'
+end, so it counts what they answer too (a host refused, a 500, a 499) and times the
+whole stack. A request is labelled by its route's template (`scope["route"]`), never its
+path, so the series stay as few as the routes (`unmatched` when none matched, `other`
+for a non-standard method). Durations go to the worker's table
+(app/core/request_durations.py), written with the requests in flight every
+WRITE_SECONDS and when the worker stops. WebSockets are not counted.
 """
 
 from __future__ import annotations

@@ -1,44 +1,12 @@
 """What a request may send, the same on every engine: headers, body size, body time.
 
-No engine limits a body (a 1 GiB POST was read whole, 2.16 GB of peak memory under
-uvicorn and granian), times one (a body sent a byte a second was held as long as the
-client liked), or answers a malformed chunked body alike (uvicorn and gunicorn 400,
-granian 500 with a traceback). Here, before any route and whatever the route:
-
-- more than MAX_HEADERS header lines: 431. granian, zttp and gunicorn refuse them
-  themselves, httptools and h11 did not (serving/head_limits.py bounds the head's
-  size first);
-- a body over WEBSERVER_MAX_BODY_SIZE bytes: 413. Announced (Content-Length), before a
-  byte of it is read; chunked (or HTTP/2), once the bytes read pass the limit, so no
-  more than the limit and one chunk is ever held;
-- a body whose client made the app wait more than WEBSERVER_BODY_TIMEOUT seconds in
-  all, from its first read (not the app's own time between reads): 408;
-- a chunked body that ends before its last chunk: 400. granian hands the app a
-  disconnect for a malformed chunk (uvicorn and gunicorn answer 400 themselves, and
-  their client gets that); a client that really left gets nothing, but its access line
-  says 400: the app cannot tell the two apart. A body with a Content-Length that stops
-  short is an aborted upload (499, app/middleware/errors.py).
-
-- a request with both Content-Length and Transfer-Encoding: 400, before a byte of its
-  body is read. RFC 9112 6.1 asks the server to close such a connection; h11 (uvicorn
-  `--http h11`, Hypercorn) read the chunked body and kept it open, so bytes after the
-  body were served as a next request (request smuggling behind a proxy that framed it
-  by its length);
-- over HTTP/2 and HTTP/3, a head over WEBSERVER_MAX_HEADER_SIZE: 431, as over HTTP/1.1
-  (uvicorn's zttp applied no limit there);
-- a body whose read would take the bytes of bodies the worker holds at once past
-  WEBSERVER_BODY_BUDGET (app/middleware/body_budget.py): 503 with `Retry-After`, at
-  that read. Each read counts as it arrives (a body announced but not sent holds
-  nothing), until the request's app call returns. A body alone is never refused for
-  the budget, so a route allowed more than the budget still works, one at a time.
-
-Each answer closes the connection (`Connection: close`): the rest of the body is never
-read. Refusals raised while a route reads the body are HTTPExceptions, so FastAPI's
-handlers (yours included) answer them as they answer any other; the body is then
-`{"detail": ...}`, as the answers given here before the route.
-
-A request with no body (neither Content-Length nor Transfer-Encoding, over HTTP/1)
-costs a scan of its headers and nothing else.
+The engines neither bound nor time a body, nor answer a malformed one alike. Before any
+route: over MAX_HEADERS header lines, or an HTTP/2 or /3 head over
+WEBSERVER_MAX_HEADER_SIZE, 431; a body over WEBSERVER_MAX_BODY_SIZE, 413 (an announced
+one before a byte is read); a client that kept the app waiting past WEBSERVER_BODY_TIMEOUT,
+408; a chunked body cut short, or both Content-Length and Transfer-Encoding (smuggling),
+400; a read past WEBSERVER_BODY_BUDGET, 503. Each closes the connection; those raised
+while a route reads are HTTPExceptions, which your handlers answer too (docs/security.md).
 """
 
 from __future__ import annotations
@@ -50,17 +18,15 @@ from typing import Any
 from starlette.exceptions import HTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from app.core.body_limits import BodyLimit
+from app.core import layers
+from app.core.body_limits import BODY_HEADERS, MULTIPLEXED, BodyLimit, head_size
+from app.core.settings import get_settings
 from app.middleware.body_budget import BodyBudget
-from serving.settings import get_settings
 
 MAX_HEADERS = 100  # granian's (hyper's), zttp's and gunicorn's own cap, not a setting
-BODY_HEADERS = frozenset((b"content-length", b"transfer-encoding"))
-MULTIPLEXED = frozenset(("2", "3"))  # http_version of HTTP/2 and /3: a body may be silent
 CLOSE = {"Connection": "close"}
 RETRY_AFTER = {"Retry-After": "1"}  # the budget frees as requests end, most within a second
 NOT_A_BYTE = -1  # a limit that refuses the first read
-CRLF = COLON_SPACE = 2
 
 
 class Refusal(HTTPException):
@@ -83,17 +49,6 @@ AMBIGUOUS = Refusal(400, "Both Content-Length and Transfer-Encoding")
 BUSY = Refusal(503, "Too many request bodies at once: retry", RETRY_AFTER)
 
 
-def head_size(scope: Scope) -> int:
-    """The request line and headers as HTTP/1.1 sends them, but for the spaces around
-    each value: the size WEBSERVER_MAX_HEADER_SIZE bounds, whatever the protocol."""
-    query = scope.get("query_string")
-    size = (len(scope["method"]) + 1 + len(scope.get("raw_path") or b"")
-            + (1 + len(query) if query else 0) + len(" HTTP/1.1") + CRLF + CRLF)
-    for name, value in scope["headers"]:  # a loop, not sum() over a generator: per request
-        size += len(name) + COLON_SPACE + len(value) + CRLF
-    return size
-
-
 def refusal(kind: Refusal) -> Refusal:
     """A fresh exception (a raised one keeps its traceback)."""
     return Refusal(kind.status_code, kind.detail, kind.headers)
@@ -109,16 +64,14 @@ async def answer(send: Send, kind: Refusal) -> None:
 
 class RequestLimitsMiddleware:
     def __init__(self, app: ASGIApp) -> None:
-        from app import custom  # here: your middleware modules may import this one
-
         self.app = app
         settings = get_settings()
         self.max_body: int | None = settings.max_body_size or None
         self.timeout: float | None = settings.body_timeout or None
         self.max_head = settings.max_header_size
         self.budget = BodyBudget(settings.body_budget or None)
-        # Older projects' custom.py has no BODY_LIMITS (app/core/body_limits.py).
-        self.routes: tuple[BodyLimit, ...] = tuple(getattr(custom, "BODY_LIMITS", ()))
+        # When built: your middleware modules may import this one.
+        self.routes: tuple[BodyLimit, ...] = tuple(layers.declared("BODY_LIMITS", ()))
 
     def limits(self, scope: Scope) -> tuple[int | None, float | None]:
         """The body size and time for this request: a route's own, or the settings'."""

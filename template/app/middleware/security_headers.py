@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from starlette.types import ASGIApp
 
+from app.core.settings import get_settings
 from app.middleware.start_headers import Headers, StartHeadersMiddleware
-from serving.settings import get_settings
 
 SECURITY_HEADERS = [
     (b"x-content-type-options", b"nosniff"),

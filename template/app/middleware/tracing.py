@@ -1,15 +1,11 @@
 """A server span per HTTP request, when OpenTelemetry traces are on (app/core/tracing.py).
 
-Installed by create_app only when the environment asks for traces; otherwise absent,
-and free. The span continues the caller's trace (W3C `traceparent`/`tracestate` in,
-through the configured propagators), is named `METHOD /route/{template}` once the
-router has chosen the route (the method alone when none matched, as the semantic
-conventions say), carries the stable HTTP attributes (no query string: it often holds
-tokens), and is an error for a 5xx or an exception. The response carries the span's
-`traceparent`, so a caller can find the trace. While it runs, the span is the current
-one: your spans are its children, and `opentelemetry.propagate.inject(headers)` passes
-the trace on to the services you call. Its trace id goes to the access log and the
-log records (app/core/logs.py).
+Added only when the environment asks for traces. The span continues the caller's trace
+(the configured propagators), is named `METHOD /route/{template}` once the router has
+chosen (the method alone when nothing matched), carries the stable HTTP attributes (no
+query string: it often holds tokens), and is an error for a 5xx or an exception. The
+response carries its `traceparent`; your spans are its children, and its trace id goes
+to the access log and the log records.
 """
 
 from __future__ import annotations

@@ -1,28 +1,12 @@
 """WebSockets: an idle timeout and a cap on open connections, the same on every engine.
 
-No engine closes a WebSocket on which nothing happens (uvicorn pings only when
-WEBSERVER_WS_PING_INTERVAL asks, granian and gunicorn never; a ping proves the peer
-alive, not that it does anything), or caps how many are open: 2,000 idle connections
-took 131 MB under uvicorn and 349 MB under granian, and stayed. Here, in the app:
-
-- WEBSERVER_WS_IDLE_TIMEOUT: while the app waits for a message, a connection on which
-  no message went either way for this many seconds is closed with code 1001 (going
-  away), and the app receives a disconnect. An app that only sends is never idle.
-- WEBSERVER_WS_MAX_CONNECTIONS: a handshake past this many open WebSockets in the
-  worker (each worker counts its own) is refused (below), with close code 1013.
-- WEBSERVER_WS_MAX_MESSAGE_SIZE: a message larger than this closes the connection with
-  1009 (message too big). uvicorn and gunicorn are given the cap and close before they
-  hold more than it (serving/launcher.py); granian has no such setting and reads a
-  whole message before the app sees it, so there the app closes after it arrived
-  (its memory was held once): docs/security.md.
-- A refusal before the accept (an HTTPException in a dependency, the cap above, the
-  Origin check) is the same on every engine: a close before the accept, which each
-  answers 403 with no body. A denial response (`websocket.http.response`, what
-  FastAPI sends for an HTTPException) would differ: gunicorn 27 has none, granian 2.8
-  sends it with the upgrade headers of a 101, and uvicorn logs an ERROR after it. A
-  browser shows a page neither the status nor the body of a refused handshake.
-
-HTTP requests pass through untouched: a type check.
+No engine closes an idle WebSocket (a ping proves the peer alive, not busy) or caps how
+many are open. Here: WEBSERVER_WS_IDLE_TIMEOUT closes a connection on which no message
+went either way for that long while the app waits (1001); WEBSERVER_WS_MAX_CONNECTIONS
+refuses a handshake past that many in the worker (1013); WEBSERVER_WS_MAX_MESSAGE_SIZE
+closes on a larger message (1009; granian reads it whole first). A refusal is a close
+before the accept, which every engine answers 403 alike, where a denial response would
+differ by engine (docs/security.md). HTTP requests pass through untouched.
 """
 
 from __future__ import annotations
@@ -33,7 +17,7 @@ from contextlib import AbstractAsyncContextManager, asynccontextmanager
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from serving.settings import get_settings
+from app.core.settings import get_settings
 
 GOING_AWAY = 1001
 POLICY = 1008  # policy violation: a refused Origin, a dependency's refusal

@@ -6,7 +6,7 @@ guide):
 
 - `NAME`: the engine's name, as `WEBSERVER_ENGINE` and `--engine` take it, and as its
   row in the matrix (app/core/loops.py) is keyed.
-- Options, from the settings declaration (serving/setting_specs.py): a function of
+- Options, from the settings declaration (app/core/setting_specs.py): a function of
   `(settings, loop)` that returns the engine's own arguments by the engine's own names
   (`config`, `options`), every declared setting either passed or refused by the
   matrix's FEATURES for this engine. `loop` is resolved already (`settings.resolved_loop`);
@@ -27,7 +27,7 @@ guide):
   closes its listener (serving/drain.py), so they are served, not reset.
 - Stop: each worker, however it stops (a signal, a reload, a recycle), sets
   `app.core.stopping.server_stopping` first, so its streams and WebSockets end
-  (serving/open_streams.py); its idle kept-alive connections are closed; nothing is
+  (app/middleware/open_streams.py); its idle kept-alive connections are closed; nothing is
   logged at ERROR for a normal stop.
 - Reload: on SIGHUP, `serving.reload.accepted` (the code on disk, built once), then
   every worker replaced, each new one serving before an old one stops, no request lost.
@@ -46,11 +46,11 @@ import importlib
 from pathlib import Path
 from types import ModuleType
 
-import app
+from app.core import layers
 
 # What a dev server watches: the app package that is imported (not this file's
 # neighbour: a copy of app/ run from elsewhere is the one to watch).
-APP_DIR = Path(app.__file__).resolve().parent
+APP_DIR = Path(layers.__file__).resolve().parents[1]
 
 
 def module(engine: str) -> ModuleType:

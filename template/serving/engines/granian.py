@@ -1,17 +1,12 @@
 """granian: options and run through its Python API (`granian.Granian`), and its drain.
 
-- Workers: granian forks (3.11-3.13) or spawns (3.14) them, and builds the loop in
-  each; it replaces a failed one only with `respawn_failed_workers`.
-- Stop: its workers each listen on a socket of their own (SO_REUSEPORT), and its main
-  process stops a worker with SIGTERM (a stop, a reload, a recycle). Each worker takes
-  that signal from granian (`stop_in_order`): `server_stopping`, its own listener
-  drained (serving/drain.py), its streams ended (serving/open_streams.py), then
-  granian's own stop (SIGINT).
-- Reload: granian's own on SIGHUP (a new worker, then the old one stopped), once the
-  code on disk builds (serving/reload.py).
-- Dev reload: its own reloader stops for good when a worker dies while starting
-  (2.8.9), so the launcher restarts it on each change instead (serving/launcher.py).
-- Head limits: its own (`http1_settings`), which the other engines copy.
+- Workers: granian starts them and builds the loop in each; it replaces a failed one
+  only with `respawn_failed_workers`.
+- Stop: each worker has a listener of its own (SO_REUSEPORT) and takes granian's SIGTERM
+  itself (`stop_in_order`): `server_stopping`, its listener drained, its streams ended,
+  then granian's own stop (SIGINT).
+- Reload: granian's own on SIGHUP, once the code on disk builds (serving/reload.py); its
+  dev reloader gives up when a worker dies while starting, so the launcher restarts it.
 """
 
 from __future__ import annotations
@@ -30,11 +25,10 @@ from granian.log import LogLevels
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from app.core import logs, loops
-from app.core.stopping import server_stopping
+from app.core.settings import Settings, get_settings
+from app.core.stopping import OPEN_STREAMS, server_stopping
 from serving import drain, reload
-from serving.open_streams import OPEN_STREAMS
 from serving.served_app import create_served_app, forget_your_modules
-from serving.settings import Settings, get_settings
 
 NAME = "granian"
 RELOADS_ITSELF = False
@@ -72,10 +66,8 @@ def options(settings: Settings, loop: str) -> dict[str, object]:
             max_buffer_size=settings.max_header_size),
         http2_settings=HTTP2Settings(max_headers_size=settings.max_header_size),
         log_level=LogLevels(settings.log_level),
-        # Its lines and tracebacks on stderr, as uvicorn's and the app's: stdout is the
-        # access log's alone (docs/security.md).
-        # granian merges this dict into its default one, key by key: its handlers
-        # replaced, by their names, with the same on stderr.
+        # Its lines on stderr, stdout being the access log's alone (docs/security.md);
+        # granian merges this dict into its own key by key, so its handlers are replaced.
         log_dictconfig={"handlers": {"console": stderr_handler("generic"),
                                      "access": stderr_handler("access")},
                         **logs.engine_formatters(("generic", "access"), settings.log_format)},
@@ -86,7 +78,7 @@ def options(settings: Settings, loop: str) -> dict[str, object]:
         # granian samples RSS every 30 s by default; a leak is caught sooner this way.
         rss_sample_interval=RSS_SAMPLE_SECONDS,
         workers_kill_timeout=settings.graceful_timeout,
-        # TLS, checked by the settings (serving/tls.py); with HTTP/2 on, ALPN offers h2.
+        # TLS, checked by the settings (app/core/tls.py); with HTTP/2 on, ALPN offers h2.
         ssl_cert=Path(settings.tls_certfile) if settings.tls_certfile else None,
         ssl_key=Path(settings.tls_keyfile) if settings.tls_keyfile else None,
     )
@@ -148,7 +140,7 @@ def served_app() -> ASGIApp:
 def stop_in_order(loop: asyncio.AbstractEventLoop, settings: Settings) -> None:
     """The worker's SIGTERM (granian's main process stops it with one on a stop, a
     reload or a recycle): first `server_stopping`, then its own listener drained, then
-    the streams ended (serving/open_streams.py), and only then granian's own stop, which
+    the streams ended (app/middleware/open_streams.py), and only then granian's own stop, which
     would reset the queued connections and drop the WebSockets without a close frame."""
     def begin(*_: object) -> None:
         if server_stopping.is_set():  # a second signal: stop now

@@ -1,23 +1,12 @@
-"""gunicorn: its native asgi worker under its arbiter, run through its documented
-custom-application API (`gunicorn.app.base.BaseApplication`) and its server hooks.
+"""gunicorn: its asgi worker under its arbiter, through its documented custom-application
+API (`gunicorn.app.base.BaseApplication`) and server hooks.
 
-- SIGTERM: the arbiter closes its listener and then stops its workers, and the last
-  close resets the connections still queued. `when_ready` runs in the arbiter once its
-  own signal handlers are set, and puts the drain in front of SIGTERM: the listener
-  drops new SYNs, the workers accept what is queued, then the arbiter gets the signal
-  (serving/drain.py).
-- Respawning: the arbiter replaces every worker that exits. A worker that leaves of
-  its own accord (recycled by max_requests, stopped) passes `worker_exit`, which tells
-  the arbiter through a pipe; one that does not was killed (out of memory, kill -9,
-  gunicorn's own timeout). With WEBSERVER_RESPAWN_FAILED_WORKERS=false `child_exit`
-  then stops the server, which exits 1 for the orchestrator to restart.
-- Backlog: the asgi worker hands the arbiter's listener to asyncio's `create_server`,
-  which listens again with asyncio's default backlog of 100 (measured: `ss` showed 100
-  for `backlog=1234`). `post_worker_init` has the worker listen once more, with
-  WEBSERVER_BACKLOG, as soon as its servers exist.
-- Head limits: `GunicornLimits`, a subclass of the worker's HTTP/1 protocol
-  (serving/head_limits.py); gunicorn's own limits are per line.
-- WebSockets: the asgi worker has no switch; serving/websockets_off.py refuses them.
+- SIGTERM: the arbiter's close would reset the queued connections, so `when_ready` puts
+  the drain in front of its handler (serving/drain.py).
+- Respawning: `worker_exit` tells the arbiter a worker left of its own accord; with
+  WEBSERVER_RESPAWN_FAILED_WORKERS=false, `child_exit` stops the server on any other.
+- Backlog: asyncio listens again with its own default; `post_worker_init` re-listens with
+  WEBSERVER_BACKLOG. Head limits: `GunicornLimits` (serving/head_limits.py).
 """
 
 from __future__ import annotations
@@ -35,17 +24,18 @@ from typing import Any
 from gunicorn.app.base import BaseApplication
 from starlette.types import ASGIApp
 
-from app.core import logs, loops
+from app.core import loops, tls
+from app.core.settings import Settings, get_settings
 from app.core.stopping import server_stopping
-from serving import drain, reload, tls
+from serving import drain, reload
+from serving.engines.gunicorn import logger
 from serving.engines.gunicorn.worker import PID_BYTES, POLL, STOP_SIGNALS, GunicornLimits
 from serving.served_app import create_served_app, forget_your_modules
-from serving.settings import Settings, get_settings
 from serving.websockets_off import WebSocketsOff
 
 NAME = "gunicorn"
-# Its own reloader (27.0.1, asgi worker) answers every request with the error after a
-# bad save, and never loads the fix: the launcher restarts it on each change instead.
+# Its own reloader (asgi worker) answers every request with the error after a bad
+# save, and never loads the fix: the launcher restarts it on each change instead.
 RELOADS_ITSELF = False
 WORKER_CLASS = "serving.engines.gunicorn.worker.GunicornWorker"  # `worker_class` takes a path
 WS_MAX_MESSAGE_SIZE = 16 * 1024 * 1024  # gunicorn's default, kept for 0
@@ -68,23 +58,21 @@ def options(settings: Settings, loop: str) -> dict[str, object]:
         "max_requests_jitter": settings.worker_max_requests // 10,
         "loglevel": settings.log_level,
         "errorlog": "-",  # its lines on stderr, as the other engines' (docs/security.md)
-        "logger_class": logs.gunicorn_logger(settings.log_format),  # app/core/logs.py
+        "logger_class": logger.logger_class(settings.log_format),
         "accesslog": None,  # the app's own access log, the same on every engine
-        # The proxy headers are the app's layer's (serving/forwarded.py), as on the other
-        # engines: gunicorn rewrites no scheme, and its trusted addresses only say who
-        # may open cleartext HTTP/2 (gunicorn answers h2c to those alone).
+        # Proxy headers are the app's layer's (app/middleware/forwarded.py): here the
+        # trusted addresses only say who may open cleartext HTTP/2.
         "secure_scheme_headers": {},
         "forwarded_allow_ips": settings.trusted_proxies,
         "websocket_max_message_size": settings.ws_max_message_size or WS_MAX_MESSAGE_SIZE,
         "http_protocols": "h2,h1" if settings.http2 else "h1",  # ALPN's, with TLS
-        # TLS, checked by the settings (serving/tls.py).
+        # TLS, checked by the settings (app/core/tls.py).
         "certfile": settings.tls_certfile or None,
         "keyfile": settings.tls_keyfile or None,
         "ciphers": tls.CIPHERS,
         "http2_cleartext": "both" if settings.http2 else "off",
-        # Over HTTP/2 its per-field limit resets the stream: as large as the header list,
-        # the app's layer answers 431 for the head's size as on the other engines. HTTP/1
-        # heads are bounded whole by the worker (worker.py) before any parser sees them.
+        # Its HTTP/2 per-field limit resets the stream: this large, the app's layer answers
+        # 431 instead, as elsewhere. HTTP/1 heads are bounded whole by worker.py.
         "http2_max_header_list_size": HEADER_LIST_BOUND,
         "limit_request_field_size": HEADER_LIST_BOUND,
         # Its control socket would go in $HOME/.gunicorn, which the image's user lacks

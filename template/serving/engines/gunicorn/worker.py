@@ -13,10 +13,10 @@ from typing import Any, ClassVar
 from gunicorn.asgi.protocol import ASGIProtocol
 from gunicorn.workers import gasgi
 
+from app.core.settings import get_settings
 from app.core.stopping import server_stopping
 from serving import drain
 from serving.head_limits import head_limits
-from serving.settings import get_settings
 
 PID_BYTES = 4
 POLL = 0.01  # seconds
@@ -62,15 +62,15 @@ class GunicornWorker(SignalsBeforeTheLoop, gasgi.ASGIWorker):  # type: ignore[mi
     """gunicorn's asgi worker, its connections served by GunicornLimits."""
 
     def init_process(self) -> None:
-        # gunicorn 27.0.1 caches whether gunicorn-h1c is usable on the class it asks
+        # gunicorn caches whether gunicorn-h1c is usable on the class it asks
         # from, then reads the cache on ASGIProtocol itself: asked from a subclass only,
-        # it refuses http_parser="fast" on every connection (RuntimeError "gunicorn_h1c
-        # >= 0.4.1 required"). Asked from ASGIProtocol first, the subclass inherits the
+        # it refuses http_parser="fast" on every connection (a RuntimeError that a
+        # newer gunicorn_h1c is required). Asked from ASGIProtocol first, the subclass inherits the
         # answer (only for that parser: the question imports gunicorn-h1c).
         if get_settings().resolved_http == "h1c":
             ASGIProtocol._check_h1c_protocol_available()
-        # The worker builds each connection's protocol from this name (gunicorn
-        # 27.0.1, `create_server(lambda: ASGIProtocol(self), ...)`), in this process.
+        # The worker builds each connection's protocol from this name
+        # (`create_server(lambda: ASGIProtocol(self), ...)`), in this process.
         gasgi.ASGIProtocol = GunicornLimits
         super().init_process()
 
@@ -137,7 +137,7 @@ class GunicornLimits(ASGIProtocol):  # type: ignore[misc]
 
     def _on_headers_complete(self) -> Any:
         # The worker's last request before its recycle (max_requests): the stop begins
-        # now, so its answer says Connection: close (serving/open_streams.py) and its
+        # now, so its answer says Connection: close (app/middleware/open_streams.py) and its
         # client does not send the next request into a connection about to close.
         self.worker.heads = getattr(self.worker, "heads", 0) + 1
         if self.worker.heads >= self.worker.max_requests:

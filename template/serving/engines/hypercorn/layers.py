@@ -7,7 +7,7 @@ from collections.abc import Awaitable
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from app.middleware.request_limits import BODY_HEADERS, MULTIPLEXED, head_size
+from app.core.body_limits import BODY_HEADERS, MULTIPLEXED, head_size
 from serving.head_limits import TOO_LARGE_BODY
 
 DISCONNECT: Message = {"type": "http.disconnect"}
@@ -60,7 +60,7 @@ class UnreadBody:
     """An answer given before the request's body has all arrived (413, 408, 431, a route
     that does not read it) closes the connection, as on the other engines.
 
-    Hypercorn 0.18 hands a request's body to the app through a queue of at most
+    Hypercorn hands a request's body to the app through a queue of at most
     `max_app_queue_size` (10) events, and puts the `http.disconnect` on it from inside
     the app's last `send` of its answer, before it closes the connection. With the rest
     of the body filling the queue, that put waits for a read the app never does: the

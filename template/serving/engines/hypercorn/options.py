@@ -4,9 +4,8 @@ from __future__ import annotations
 
 from hypercorn.config import Config
 
-from app.core import logs
-from serving import tls
-from serving.settings import Settings
+from app.core import logs, tls
+from app.core.settings import Settings
 
 WS_MAX_MESSAGE_SIZE = 16 * 1024 * 1024  # Hypercorn's default, kept for 0
 
@@ -28,7 +27,7 @@ def config(settings: Settings) -> Config:
     served.accesslog = None  # the app's own access log, the same on every engine
     served.errorlog = logs.hypercorn_error_log(settings.log_format, settings.log_level)
     served.loglevel = settings.log_level.upper()
-    if settings.tls_certfile:  # checked by the settings (serving/tls.py)
+    if settings.tls_certfile:  # checked by the settings (app/core/tls.py)
         served.certfile, served.keyfile = settings.tls_certfile, settings.tls_keyfile
         served.ciphers = tls.CIPHERS
     return served

@@ -1,19 +1,11 @@
-"""Hypercorn's protocols, bounded as the other engines are (docs/security.md, "Hostile
-clients").
+"""Hypercorn's protocols, bounded as the other engines are (docs/security.md).
 
-Hypercorn has no option for any of these, so each worker swaps the classes its
-connections are built from (docs/private-names.md). Its WebSocket stream, built by
-the HTTP/1.1, HTTP/2 and HTTP/3 protocols:
-
-- a message past WEBSERVER_WS_MAX_MESSAGE_SIZE is refused before its data is kept
-  (Hypercorn appended it first), what was kept of it is freed, and over HTTP/1.1 the
-  connection is closed after the close (1009), not left to a client that never answers;
-- permessage-deflate is never negotiated: Hypercorn inflates without a bound, and a
-  cap on the inflated message would be checked only after it (docs/security.md).
-
-Its HTTP/1.1 protocol: `Upgrade: h2c` is ignored (the request served as HTTP/1.1, as
-granian and uvicorn do) unless WEBSERVER_H2C_UPGRADE; Hypercorn switched to HTTP/2
-even with HTTP/2 off.
+Hypercorn has no option for these, so each worker swaps the classes its connections are
+built from (docs/private-names.md). WebSockets, over HTTP/1.1, /2 and /3: a message past
+WEBSERVER_WS_MAX_MESSAGE_SIZE is refused before its data is kept, and over HTTP/1.1 the
+connection is closed after the close (1009); permessage-deflate is never negotiated, as
+Hypercorn inflates without a bound. HTTP/1.1: `Upgrade: h2c` is ignored unless
+WEBSERVER_H2C_UPGRADE, as on granian and uvicorn.
 """
 
 from __future__ import annotations
@@ -51,9 +43,8 @@ class BoundedWebSocket(WSStream):
         await super()._send_wsproto_event(event)
         if (isinstance(event, CloseConnection) and event.code == CloseReason.MESSAGE_TOO_BIG
                 and self.scope["http_version"] == "1.1"):
-            # The rest of the message would be read into wsproto's buffer: close the
-            # connection. Over HTTP/2 and /3 it is shared: each message over the cap is
-            # freed as it comes, and the client ends the stream.
+            # Else the rest would be read into wsproto's buffer. Over HTTP/2 and /3 the
+            # connection is shared: each message over the cap is freed as it comes.
             await self.send(StreamClosed(stream_id=self.stream_id))
 
 

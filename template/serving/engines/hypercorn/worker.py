@@ -26,16 +26,15 @@ from pathlib import Path
 import anyio
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-import app
-from app.core import logs, loops
+from app.core import layers, logs, loops
 from app.core.answers import ANSWERS
+from app.core.settings import Settings, get_settings
 from app.core.stopping import server_stopping
 from serving import drain
 from serving.engines.hypercorn.layers import HeadSizeLimit, HTTP2Off, UnreadBody
 from serving.engines.hypercorn.options import config
 from serving.engines.hypercorn.protocols import bound_protocols
 from serving.served_app import create_served_app
-from serving.settings import Settings, get_settings
 from serving.websockets_off import WebSocketsOff
 
 STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT)
@@ -227,7 +226,7 @@ def asyncio_on_trio(error: BaseException | None, depth: int = 0) -> BaseExceptio
 
 def caller(error: BaseException) -> str:
     """Who called asyncio, from the traceback: 'aiosqlite, from app/custom.py line 40'."""
-    project = Path(app.__file__).resolve().parent.parent
+    project = Path(layers.__file__).resolve().parents[2]
     package, yours = "", ""
     for frame in traceback.extract_tb(error.__traceback__):
         path = Path(frame.filename).resolve()
@@ -254,7 +253,7 @@ def asyncio_on_trio_sentence(error: BaseException, settings: Settings) -> str:
 
 
 async def nudge(address: tuple[str, int]) -> None:
-    """Hypercorn's QUIC server (0.18) notices the stop only when a datagram comes in,
+    """Hypercorn's QUIC server notices the stop only when a datagram comes in,
     else it holds the stop for the whole grace period: one it ignores (too short for a
     QUIC header), sent to itself until the worker exits."""
     with socket.socket(socket.AF_INET6 if ":" in address[0] else socket.AF_INET,

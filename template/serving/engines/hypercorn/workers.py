@@ -1,23 +1,12 @@
-"""The launcher's supervisor of Hypercorn workers (worker.py), the same rules as the
-other engines':
+"""The launcher's supervisor of Hypercorn workers (worker.py), on the other engines' rules.
 
-- each worker is forked and listens on the port itself (SO_REUSEPORT);
-- a worker that asks to be recycled (WEBSERVER_WORKER_MAX_REQUESTS) gets its successor
-  first, then is stopped; one that failed is replaced only with
-  WEBSERVER_RESPAWN_FAILED_WORKERS=true, else the server stops (exit 1); one that fails
-  before it ever served stops the server (a startup failure);
-- SIGTERM (or SIGINT): every worker stopped together, each draining its own listener
-  first, within the grace period;
-- SIGHUP: the code on disk built once (serving/reload.py), then each worker replaced
-  by a new one that serves first.
-
-Its workers are forked from the launcher, not spawned (a new interpreter that imports
-Hypercorn, the settings and this package again before the app: 0.6 s more to the first
-200, docs/deploy.md). The launcher has imported all of that but the app, which each
-worker imports itself (serving/served_app.py; your app/custom.py, which the launcher
-reads, again), so a SIGHUP's new workers serve the app's code on disk. A fork copies no
-thread: the launcher holds none (the metrics listener is a process of its own,
-serving/metrics_listener.py).
+A worker recycled (WEBSERVER_WORKER_MAX_REQUESTS) gets its successor first; one that
+failed is replaced only with WEBSERVER_RESPAWN_FAILED_WORKERS=true, else the server exits
+1, as when one fails before it ever served. SIGTERM stops them together, each draining
+its own listener; SIGHUP builds the code on disk once (serving/reload.py), then replaces
+each. Workers are forked from the launcher, so they skip importing Hypercorn and the
+settings again (docs/deploy.md), and import the app themselves, so new ones serve the
+code on disk. A fork copies no thread: the launcher holds none.
 """
 
 from __future__ import annotations
@@ -33,10 +22,10 @@ from multiprocessing.connection import Connection, wait
 from multiprocessing.process import BaseProcess
 
 from app.core import logs
+from app.core.settings import Settings, get_settings
 from serving import reload
 from serving.engines.hypercorn.worker import READY, RECYCLE, serve
 from serving.served_app import forget_your_modules
-from serving.settings import Settings, get_settings
 
 FAILED = 1
 STOP_MARGIN = 5.0  # seconds past the grace period before a stopping worker is killed
@@ -156,9 +145,8 @@ class WorkerSupervisor:
 
     def forked(self, writer: Connection, mask: set[signal.Signals]) -> None:
         """The worker, in the forked process: as a spawned one would begin."""
-        # The supervisor's handlers queue a signal for the launcher's loop, and its
-        # wakeup socket is the launcher's: the worker starts on the defaults, and its
-        # loop sets its own. The other workers' pipes are the launcher's too.
+        # The supervisor's handlers, wakeup socket and other workers' pipes are the
+        # launcher's: the worker starts on the defaults, and its loop sets its own.
         signal.set_wakeup_fd(-1)
         for number in signal.valid_signals():
             if callable(signal.getsignal(number)):

@@ -11,13 +11,13 @@ import sys
 import uvicorn
 from uvicorn.supervisors import ChangeReload
 
-from app.core import logs, loops
-from serving import drain, tls
+from app.core import logs, loops, tls
+from app.core.settings import Settings
+from serving import drain
 from serving.engines import APP_DIR
 from serving.engines.uvicorn.protocols import protocol
 from serving.engines.uvicorn.workers import WorkerSupervisor
 from serving.served_app import APP_TARGET
-from serving.settings import Settings
 
 NAME = "uvicorn"
 RELOADS_ITSELF = True  # its reloader already survives a bad save
@@ -49,11 +49,11 @@ def config(settings: Settings, loop: str) -> uvicorn.Config:
         limit_max_requests_jitter=settings.worker_max_requests // 10,
         timeout_keep_alive=settings.keepalive_timeout,
         timeout_graceful_shutdown=settings.graceful_timeout,
-        proxy_headers=False,  # the app's own layer (serving/forwarded.py), as on every engine
+        proxy_headers=False,  # the app's own layer (app/middleware/forwarded.py)
         ws_max_size=settings.ws_max_message_size or WS_MAX_MESSAGE_SIZE,
         ws_ping_interval=settings.ws_ping_interval or None,
         ws_ping_timeout=WS_PING_TIMEOUT if settings.ws_ping_interval else None,
-        # TLS, checked by the settings (serving/tls.py); ALPN offers h2 with zttp's HTTP/2.
+        # TLS, checked by the settings (app/core/tls.py); ALPN offers h2 with zttp's HTTP/2.
         ssl_certfile=settings.tls_certfile or None,
         ssl_keyfile=settings.tls_keyfile or None,
         ssl_ciphers=tls.CIPHERS,

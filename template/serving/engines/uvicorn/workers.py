@@ -1,19 +1,12 @@
 """uvicorn's workers: its supervisor (`Multiprocess`), with the choices made.
 
-uvicorn's supervisor replaces every worker that dies; `WorkerSupervisor` (always
-there, one worker included) replaces one recycled by `limit_max_requests` (exit 0),
-another only with WEBSERVER_RESPAWN_FAILED_WORKERS=true, else stops the server (exit
-1). On SIGTERM it takes the queued connections before uvicorn closes (resets) the
-listener (serving/drain.py); on SIGHUP it replaces each worker once the new one serves
-(serving/reload.py). Its workers set `server_stopping` as they stop.
-
-Its workers are forked from the launcher, where uvicorn spawns them (a new interpreter
-that imports uvicorn, the settings and this package again before the app: 0.65 s more
-to the first 200, docs/deploy.md). The launcher has imported all of that but the app,
-which each worker imports itself (serving/served_app.py; your app/custom.py, which the
-launcher reads, again), so a SIGHUP's new workers serve the app's code on disk. A fork
-copies no thread: the launcher holds none (the metrics listener is a process of its
-own, serving/metrics_listener.py)."""
+`WorkerSupervisor` replaces a worker recycled by `limit_max_requests` (exit 0), and a
+failed one only with WEBSERVER_RESPAWN_FAILED_WORKERS=true, else stops the server (exit
+1). On SIGTERM it drains the listener before uvicorn closes it (serving/drain.py); on
+SIGHUP it replaces each worker once the new one serves (serving/reload.py). Workers are
+forked from the launcher where uvicorn would spawn them, so they skip importing uvicorn
+and the settings again (docs/deploy.md), and import the app themselves, so new ones
+serve the code on disk. A fork copies no thread: the launcher holds none."""
 
 from __future__ import annotations
 
@@ -55,17 +48,15 @@ class WorkerProcess(Process):
 
     def forked(self, sockets: list[socket]) -> None:
         """The worker, in the forked process: as a spawned one would begin."""
-        # The supervisor's handlers (they queue a signal for the launcher's loop) are
-        # the launcher's: the worker starts on the defaults, and uvicorn's server sets
-        # its own for SIGINT and SIGTERM.
+        # The supervisor's handlers are the launcher's: the worker starts on the
+        # defaults, and uvicorn's server sets its own for SIGINT and SIGTERM.
         for number in signal.valid_signals():
             if callable(signal.getsignal(number)):
                 signal.signal(number, signal.default_int_handler
                               if number == signal.SIGINT else signal.SIG_DFL)
         forget_your_modules()  # your app/custom.py read from disk, as a spawned worker does
-        # Ctrl-C reaches every worker of the terminal's process group: uvicorn stops on
-        # it, then asyncio's runner raises KeyboardInterrupt, a traceback per worker. The
-        # exit code stays an interrupted one (0 would read as recycled).
+        # Ctrl-C reaches every worker: asyncio's runner then raises KeyboardInterrupt (a
+        # traceback each); exit as interrupted, since 0 would read as recycled.
         try:
             self.target(sockets=sockets)  # uvicorn's worker: its health-check thread, its server
         except KeyboardInterrupt:

@@ -13,7 +13,7 @@ from collections.abc import Awaitable
 
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from app.middleware.request_limits import BODY_HEADERS
+from app.core.body_limits import BODY_HEADERS
 
 PROBE_PATHS = frozenset({"/livez", "/readyz"})
 HEADERS = [(b"content-type", b"text/plain"), (b"content-length", b"2")]

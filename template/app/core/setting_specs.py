@@ -252,6 +252,8 @@ SETTINGS: tuple[SettingSpec, ...] = grouped(
     Group("Development"),
     SettingSpec("reload", bool, False, "restart on code changes (one worker)"),
     SettingSpec("api_docs", bool, False, "serve the API docs: /docs, /redoc, /openapi.json"),
+    SettingSpec("examples", bool, False,
+                "serve the template's example routes: /demo/* and /ws/echo"),
     SettingSpec("health_detail", str, "minimal",
                 "what /health/detailed tells: minimal (its status) or full (engine, loop, "
                 "parser, client, Python version, pid)", choices=HEALTH_DETAILS),

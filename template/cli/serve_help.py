@@ -1,4 +1,4 @@
-"""`serve --help`: its flags in the groups of serving/setting_specs.py, each with its
+"""`serve --help`: its flags in the groups of app/core/setting_specs.py, each with its
 default and, when the environment or `.env` sets another, the value in force."""
 
 from __future__ import annotations
@@ -12,8 +12,8 @@ from typer.core import TyperCommand
 
 from app.core import loops
 from app.core.answers import ANSWERS
-from serving.setting_specs import BY_NAME, SettingSpec
-from serving.settings import env_file, env_file_refusal
+from app.core.setting_specs import BY_NAME, SettingSpec
+from app.core.settings import env_file, env_file_refusal
 
 # The matrix's names (app/core/loops.py): the settings hold them as plain text, so that a
 # wrong one gets the matrix's sentence, but the help lists them as choices.

@@ -1,19 +1,12 @@
 """X-Forwarded-For, -Proto and -Prefix from trusted proxies, the same on every engine.
 
-One of the app's first layers (app/main.py serving_layers), so a forwarded request
-gets the same answer whichever engine serves it (granian has no option of its own).
-A forwarded client is believed only when it is an IP address: from a trusted proxy,
-`6.6.6.6 "GET /admin" 200` would otherwise become `request.client.host` and the access
-log's client. Walking X-Forwarded-For from the right, each trusted proxy is skipped and
-the first other address is the client; an entry that is not an address ends the walk
-and the request keeps its peer's address (the proxy's), as nginx's realip module does.
-
-The path prefix a proxy serves the app under and strips (WEBSERVER_ROOT_PATH, or a
-trusted proxy's X-Forwarded-Prefix, which wins) becomes the ASGI `root_path`, and the
-path is given it in front, as uvicorn's own `root_path` does: routing takes it off
-again, and `url_for`, redirects, static files and the API docs put it back. Always in
-front, so a client cannot reach a route by naming a prefix. The header's last value
-is the nearest proxy's; one that is not plain path segments is ignored.
+X-Forwarded-For is walked from the right, past each trusted proxy, as nginx's realip
+module does; the first other entry is the client only if it is an IP address, else the
+request keeps its peer's, so `6.6.6.6 "GET /admin" 200` cannot become the client or the
+access log's. The prefix (WEBSERVER_ROOT_PATH, or a trusted proxy's X-Forwarded-Prefix,
+which wins; plain path segments only) becomes the ASGI `root_path` and is always put in
+front of the path, as uvicorn's own `root_path` does: routing takes it off again, and a
+client cannot reach a route by naming a prefix.
 """
 
 from __future__ import annotations
@@ -23,12 +16,12 @@ from functools import lru_cache
 
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from serving.settings import get_settings, is_path_prefix
+from app.core.settings import get_settings, is_path_prefix
 
 FORWARDED_HEADERS = frozenset({b"x-forwarded-for", b"x-forwarded-proto", b"x-forwarded-prefix"})
 SCHEMES = {"http": "http", "https": "https", "ws": "http", "wss": "https"}
 WEBSOCKET_SCHEMES = {"http": "ws", "https": "wss"}
-LONGEST_ADDRESS = 64  # longer than any address, a scope id included (fe80::1%eth0)
+LONGEST_ADDRESS = 64  # longer than any address, a scope id included (as in fe80::1 on eth0)
 Address = ipaddress.IPv4Address | ipaddress.IPv6Address
 
 

@@ -1,5 +1,5 @@
 """GET /metrics on the app's port (WEBSERVER_METRICS=path), answered before the app,
-as the probes are (serving/probes.py): prometheus-client's own ASGI app."""
+as the probes are (app/middleware/probes.py): prometheus-client's own ASGI app."""
 
 from __future__ import annotations
 

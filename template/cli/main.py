@@ -8,10 +8,9 @@ from typing import Any, NoReturn
 import typer
 from typer.core import TyperGroup
 
-from app import serve_help
 from app.core import loops, matrix_markdown, tracing
-from serving.setting_specs import SETTINGS, SettingSpec
-from serving.settings import (
+from app.core.setting_specs import SETTINGS, SettingSpec
+from app.core.settings import (
     PROJECT_SLUG,
     SettingsError,
     env_file,
@@ -19,6 +18,7 @@ from serving.settings import (
     overridden_refusals,
     unknown_settings,
 )
+from cli import serve_help
 
 cli = typer.Typer(
     name=PROJECT_SLUG,
@@ -64,7 +64,7 @@ def _serve_option(spec: SettingSpec) -> inspect.Parameter:
                              annotation=spec.kind | None, default=option)
 
 
-# One option per declared setting, built from the declaration (serving/setting_specs.py).
+# One option per declared setting, built from the declaration (app/core/setting_specs.py).
 SERVE_OPTIONS = [_serve_option(spec) for spec in SETTINGS]
 serve.__signature__ = inspect.Signature(SERVE_OPTIONS)  # type: ignore[attr-defined]
 serve.__annotations__ = {spec.name: spec.kind | None for spec in SETTINGS}
@@ -143,7 +143,7 @@ def engines(
     from rich.console import Console
     from rich.table import Table
 
-    from serving.settings import served
+    from app.core.settings import served
 
     served_engines, served_loops = served()
     pairs = loops.served_pairs(served_engines, served_loops, python)

@@ -2,7 +2,7 @@
 the loop matrix. Your app's own settings are `AppSettings` in app/custom.py; this module
 checks their names too.
 
-The fields are declared once, in serving/setting_specs.py; this module builds the
+The fields are declared once, in app/core/setting_specs.py; this module builds the
 model from them and adds the checks that span several settings.
 """
 
@@ -32,10 +32,9 @@ from pydantic import (
 )
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-from app.core import loops
+from app.core import layers, loops, tls
 from app.core.answers import ANSWERS, PROJECT_NAME, PROJECT_SLUG
-from serving import tls
-from serving.setting_specs import BY_NAME, ENV_PREFIX, SETTINGS, SettingSpec
+from app.core.setting_specs import BY_NAME, ENV_PREFIX, SETTINGS, SettingSpec
 
 __all__ = ["ENV_PREFIX", "PROJECT_NAME", "PROJECT_SLUG", "Settings", "get_settings"]
 ENV_FILE = ".env"
@@ -120,7 +119,7 @@ class Settings(_Declared):  # type: ignore[misc, valid-type]
     @field_validator("trusted_proxies")
     @classmethod
     def _addresses_or_networks(cls, value: str) -> str:
-        """Only what the proxy-headers middleware (serving/forwarded.py) honours."""
+        """Only what the proxy-headers middleware (app/middleware/forwarded.py) honours."""
         items = [part.strip() for part in value.split(",")]
         if items == ["*"]:
             return "*"
@@ -251,9 +250,7 @@ class _Prefix:
 
 
 def _declared_app_settings() -> type[BaseSettings] | None:
-    from app import custom  # here, not at the top: custom.py may import this module
-
-    return getattr(custom, "AppSettings", None)
+    return layers.declared("AppSettings")  # when asked: custom.py may import this module
 
 
 def _env_prefix(settings: type[BaseSettings]) -> str:

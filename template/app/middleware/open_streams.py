@@ -1,19 +1,11 @@
 """At a stop, end the streams and WebSockets still open, the same on every engine.
 
-An engine stopping waits for every open connection (up to WEBSERVER_GRACEFUL_TIMEOUT)
-before it runs the lifespan's shutdown, and an SSE stream never ends by itself:
-measured before this layer, uvicorn waited out the grace period and cancelled it with
-two ERROR lines, granian and gunicorn killed the worker and skipped your shutdown.
-
-Here, in each worker, once `server_stopping` (app/core/stopping.py) is set: a stream
-(an answer begun without a Content-Length) or an accepted WebSocket still open after
-WEBSERVER_STREAM_STOP_TIMEOUT seconds has its task cancelled, and this layer ends it
-properly: the stream's last chunk, a WebSocket's close frame with 1012 (service
-restart: come back later). One INFO line for each. An answer with a Content-Length
-and a request not yet answered keep the whole grace period. Every answer of the app
-begun after the stop says `Connection: close` (the probes and /metrics, answered
-before this layer, aside): a kept-alive client then sends no request into a
-connection that is about to close.
+An engine waits for every open connection before it runs the lifespan's shutdown, and
+an SSE stream never ends by itself. Once `server_stopping` is set, a stream (an answer
+begun without a Content-Length) or an accepted WebSocket still open after
+WEBSERVER_STREAM_STOP_TIMEOUT seconds has its task cancelled and is ended properly (the
+last chunk, or close code 1012), with one INFO line. Every answer begun after the stop
+says `Connection: close`, so a kept-alive client sends nothing into a closing connection.
 """
 
 from __future__ import annotations
@@ -23,91 +15,16 @@ import contextlib
 import logging
 import time
 from collections.abc import Awaitable, Iterable
-from dataclasses import dataclass, field
-from typing import Any
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from starlette.websockets import WebSocketDisconnect
 
-from app.core.stopping import server_stopping
-from serving.settings import get_settings
+from app.core.settings import get_settings
+from app.core.stopping import OPEN_STREAMS, Open, server_stopping
 
 CLOSE = (b"connection", b"close")
 RESTART_CLOSE_CODE = 1012  # "Service Restart" in the IANA WebSocket close-code registry
 logger = logging.getLogger("app.server")  # at WEBSERVER_LOG_LEVEL, as the app's lines
-
-
-@dataclass
-class Open:
-    kind: str  # "http" or "websocket"
-    name: str  # "GET /demo/events", "WebSocket /ws/echo"
-    since: float = field(default_factory=time.monotonic)
-    streaming: bool = False  # an answer begun without a Content-Length, or a WebSocket accepted
-    done: bool = False  # its last body chunk sent, or its close
-    cut: bool = False  # cancelled by this layer at the stop
-
-
-class OpenStreams:
-    """The requests of this process in flight, by task, and the end of each stream
-    still open at the stop."""
-
-    def __init__(self) -> None:
-        self.open: dict[asyncio.Task[object], Open] = {}
-        self.on_trio: dict[Any, Open] = {}  # trio cancels by scope: by trio.CancelScope
-        self.watchers: set[object] = set()  # asyncio loops, trio runs' tokens
-        self.stop_timeout = 1.0
-
-    def watch(self, loop: asyncio.AbstractEventLoop) -> None:
-        if loop not in self.watchers:
-            self.watchers.add(loop)
-            loop.create_task(self.end_at_stop(), name="end open streams at the stop")
-
-    async def end_at_stop(self) -> None:
-        await server_stopping.wait()
-        deadline = time.monotonic() + self.stop_timeout
-        loop = asyncio.get_running_loop()
-        while (left := deadline - time.monotonic()) > 0 and self.streams(loop):
-            await asyncio.sleep(min(left, 0.05))
-        for task, entry in self.streams(loop):
-            entry.cut = True
-            task.cancel()
-
-    def streams(self, loop: asyncio.AbstractEventLoop) -> list[tuple[asyncio.Task[object], Open]]:
-        return [(task, entry) for task, entry in list(self.open.items())
-                if entry.streaming and not entry.done and task.get_loop() is loop]
-
-    def watch_trio(self) -> None:
-        import trio
-
-        token = trio.lowlevel.current_trio_token()
-        if token not in self.watchers:
-            self.watchers.add(token)
-            trio.lowlevel.spawn_system_task(self.end_at_stop_on_trio)
-
-    async def end_at_stop_on_trio(self) -> None:
-        import trio
-
-        await server_stopping.wait()
-        deadline = time.monotonic() + self.stop_timeout
-        while (left := deadline - time.monotonic()) > 0 and self.trio_streams():
-            await trio.sleep(min(left, 0.05))
-        for cut, entry in self.trio_streams():
-            entry.cut = True
-            cut.cancel()
-
-    def trio_streams(self) -> list[tuple[Any, Open]]:
-        return [(cut, entry) for cut, entry in list(self.on_trio.items())
-                if entry.streaming and not entry.done]
-
-    async def ended(self, timeout: float) -> None:
-        """Once no stream is left open on this loop (or `timeout`): an engine that
-        drops what is open as it stops waits for this first (serving/engines/granian.py)."""
-        loop, deadline = asyncio.get_running_loop(), time.monotonic() + timeout
-        while self.streams(loop) and time.monotonic() < deadline:  # a cut one included
-            await asyncio.sleep(0.02)
-
-
-OPEN_STREAMS = OpenStreams()
 
 
 def asyncio_runs() -> bool:
@@ -224,9 +141,8 @@ class OpenStreamsMiddleware:
         try:
             await self.app(scope, receive, noting)
         except WebSocketDisconnect:
-            # The closed WebSocket's end, raised by receive() in a handler that does not
-            # catch it (a tutorial's): the engine would log it as an ERROR with its
-            # traceback, at every stop and every client's close.
+            # receive()'s end of a closed WebSocket, in a handler that does not catch it (a
+            # tutorial's): the engine would log an ERROR traceback at every stop and close.
             if kind != "websocket":
                 raise
         except asyncio.CancelledError:
