@@ -222,6 +222,7 @@ VALUE_RULES: dict[str, Callable[[Any], Refused | None]] = {
     "workers": lambda v: _range_refusal("workers", v),
     "served_engines": lambda v: _names_refusal("served_engines", v, loops.ENGINES),
     "served_loops": lambda v: _names_refusal("served_loops", v, tuple(loops.LOOPS)),
+    "framework": lambda v: _choice_refusal("framework", v, tuple(loops.FRAMEWORKS)),
 }
 
 
@@ -255,6 +256,11 @@ def value_refusal(question: str, value: Any) -> str:
 def _loop_refusal(answers: dict[str, Any], loop: Any) -> str:
     python = loops.python_version(answers["python_version"])
     return loops.refusal(answers["default_engine"], str(loop), python) or ""
+
+
+def _framework_refusal(answers: dict[str, Any], framework: Any) -> str:
+    python = loops.python_version(answers["python_version"])
+    return loops.framework_refusal(str(framework), python) or ""
 
 
 def short_reason(sentence: str) -> str:
@@ -300,6 +306,11 @@ def refusal(context: Context, question: str, value: Any) -> str:
             if reason:
                 raise UserMessageError(reason)
         return short_reason(_loop_refusal(answers, value))
+    if question == "framework":
+        reason = _framework_refusal(answers, value)
+        if reason and question in _given_on_command_line(context):
+            raise UserMessageError(reason)
+        return short_reason(reason)
     if question in ("served_engines", "served_loops"):
         if question in _given_on_command_line(context):
             return ""  # AnswersCheck refuses it with the whole sentence, before writing
@@ -321,6 +332,7 @@ def answers_refusal(answers: dict[str, Any]) -> str:
         if reason:
             return reason
     return (_loop_refusal(answers, answers["loop_policy"])
+            or _framework_refusal(answers, answers.get("framework", "fastapi"))
             or next((refused.sentence for question in ("served_engines", "served_loops")
                      if (refused := _served_refusal(answers, question))), ""))
 

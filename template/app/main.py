@@ -7,15 +7,19 @@ import inspect
 from collections.abc import Sequence
 from pathlib import Path
 
-from fastapi import APIRouter, FastAPI
-from fastapi.routing import APIRoute, APIWebSocketRoute
-from fastapi.staticfiles import StaticFiles
-from starlette.middleware import Middleware
-from starlette.routing import BaseRoute, Mount
-
 from app import custom
 from app.api import demo, echo, health
 from app.api.prefixed_routes import first_segment
+from app.core.framework import (
+    APIRoute,
+    APIRouter,
+    APIWebSocketRoute,
+    BaseRoute,
+    FastAPI,
+    Middleware,
+    Mount,
+    StaticFiles,
+)
 from app.core.settings import PROJECT_NAME, get_settings
 from app.middleware import middleware_layers
 from app.middleware.errors import configure_logging
@@ -55,7 +59,8 @@ def routers() -> list[APIRouter]:
     """Every router the app serves: /health/, yours (app/routes/, a package the template
     never writes after the first render), the template's examples (create_app says in
     which order)."""
-    return [HEALTH_ROUTER, *discovered_routers(), *EXAMPLE_ROUTERS]
+    examples = EXAMPLE_ROUTERS if get_settings().examples else ()
+    return [HEALTH_ROUTER, *discovered_routers(), *examples]
 
 
 def template_routes() -> list[BaseRoute]:

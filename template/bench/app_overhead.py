@@ -22,9 +22,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from fastapi import APIRouter, FastAPI
-from starlette.routing import Match
-
+from app.core.framework import APIRouter, FastAPI, Match
 from bench.app_cost import SLICE_BATCHES, cpu_per_request, request_scope, warm_up
 from bench.route import Route, RouteError
 

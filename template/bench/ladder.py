@@ -1,7 +1,8 @@
 """`bench app --ladder`: one route's cost rung by rung, from raw ASGI to the app as served.
 
 Each rung changes one thing over the one before: raw ASGI, Starlette, `FastAPI()` with
-its defaults (a reference), bare FastAPI with create_app's options (the baseline), this
+its defaults (a reference), bare FastAPI with create_app's options (the baseline), bare
+FastAPI and bare notslowapi on the same route (bench/frameworks.py), this
 app with no middleware, then one rung per layer of app.middleware.middleware_layers(),
 outermost first (neighbouring template layers fused as create_app fuses them), and the
 app as every engine serves it. The rungs come from the code at run time, so the ladder
@@ -13,6 +14,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -82,15 +84,26 @@ async def raw_asgi(scope: dict[str, Any], receive: Callable[..., Any],
 
 def starlette_app(route: Route) -> Any:
     """Starlette's routing and response on the route's path, its parameters echoed."""
-    from starlette.applications import Starlette
-    from starlette.requests import Request
-    from starlette.responses import JSONResponse
-    from starlette.routing import Route as StarletteRoute
+    from app.core.framework import JSONResponse, Request, Starlette
+    from app.core.framework import Route as StarletteRoute
 
     async def endpoint(request: Request) -> JSONResponse:
         return JSONResponse({"status": "ok", **request.path_params})
 
     return Starlette(routes=[StarletteRoute(urlsplit(route.path_template).path, endpoint)])
+
+
+def framework_rungs(case: Case) -> list[Rung]:
+    """Bare FastAPI and bare notslowapi (the installed ones), each set up as the app is,
+    on /health/ or the user-like route (a route of yours is built with one framework)."""
+    from bench import frameworks
+
+    path = urlsplit(case.route.path_template).path
+    if frameworks.bare_app(frameworks.FRAMEWORK, path, case.user_like) is None:
+        return []
+    return [Rung(f"bare {package}, same setup",
+                 partial(frameworks.bare_app, package, path, case.user_like))
+            for package in frameworks.packages()]
 
 
 def layer_name(layer: object) -> str:
@@ -126,6 +139,7 @@ def rungs(case: Case, serve: Callable[[Any], Any] | None = None,
         Rung(STARLETTE, lambda: starlette_app(case.route)),
         Rung(DEFAULTS, lambda: bare_fastapi(owner, {})),
         Rung(SAME_SETUP, lambda: bare_fastapi(owner, fastapi_options())),
+        *framework_rungs(case),
         Rung(NO_MIDDLEWARE, with_layers(0)),
         *(Rung(f"+ {layer_name(layer)}", with_layers(count))
           for count, layer in enumerate(layers[:-1], start=1)),

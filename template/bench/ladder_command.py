@@ -17,7 +17,7 @@ from typing import NamedTuple
 from rich.console import Console
 
 from app.core import loops
-from bench import app_overhead, drivers, harness, ladder, ladder_report
+from bench import app_overhead, drivers, frameworks, harness, ladder, ladder_report
 from bench.ladder import SAME_SETUP, Case
 from bench.model import Config
 
@@ -132,6 +132,8 @@ def climb(cases: Sequence[Case], engines: Sequence[str], *, duration: float, rou
                   f"{'/'.join(str(count) for count in counts)} rungs, in-process and on "
                   f"{', '.join(engines) or 'no engine'}; about {expected:.0f} s (about "
                   f"{most:.0f} s if every slice is set aside and run again)", highlight=False)
+    for note in frameworks.missing():
+        console.print(note, highlight=False)
     started, failed = time.monotonic(), 0
     as_run = len(cases) * (duration + IN_PROCESS_EXTRA_S)  # the estimate for the rounds run
     for number, climb in enumerate(climbs):

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import inspect
+from pathlib import Path
 from typing import Any, NoReturn
 
 import typer
 from typer.core import TyperGroup
 
-from app.core import loops, matrix_markdown, tracing
+from app.core import framework, loops, matrix_markdown, tracing
 from app.core.setting_specs import SETTINGS, SettingSpec
 from app.core.settings import (
     PROJECT_SLUG,
@@ -19,6 +20,9 @@ from app.core.settings import (
     unknown_settings,
 )
 from cli import serve_help
+
+# The project's code: app/ and tests/ beside this package, or app/ where it is installed.
+PROJECT_ROOT = Path(framework.__file__).resolve().parents[2]
 
 cli = typer.Typer(
     name=PROJECT_SLUG,
@@ -45,6 +49,8 @@ def serve(**flags: object) -> None:
         typer.echo(f"Note: {note}.", err=True)
     if reason := tracing.refusal():  # the OTEL_* variables (docs/observability.md)
         refuse(reason)
+    if mixed := framework.foreign_imports(PROJECT_ROOT):  # two Starlettes break silently
+        refuse(f"{mixed[0]}.")
     try:
         address = launcher.listen_address(settings.host, settings.port)
         if settings.metrics == "port":

@@ -1,21 +1,18 @@
-"""The app as every engine serves it: create_app's (app/main.py).
+"""The app as every engine serves it: create_app's (app/main.py), built by name.
 
 Every engine builds the app through this factory. The proxy headers, the end of the
-streams at a stop (app/middleware/open_streams.py), the orchestrator's probes and
-(WEBSERVER_METRICS=path) /metrics are layers of the app itself (app/main.py
-serving_layers): a forwarded request gets the same answer on each engine (granian has
-no option of its own, and its helper ignored X-Forwarded-Proto sent alone), and next
-to the template's other layers they run as one. An engine that needs more in each
-worker wraps it in a factory of its own (serving/engines/granian.py, gunicorn.py).
+streams at a stop, the probes and /metrics are the app's own first layers
+(app/middleware/__init__.py), so a request gets the same answer on each engine. An
+engine that needs more in each worker wraps it in a factory of its own
+(serving/engines/granian.py, serving/engines/gunicorn/).
 """
 
 from __future__ import annotations
 
 import sys
 
-from starlette.types import ASGIApp
-
 from app.core import layers
+from app.core.asgi import ASGIApp
 
 APP_TARGET = f"{__name__}:create_served_app"  # what an engine's `factory=True` imports
 

@@ -4,7 +4,7 @@ then answers 403). uvicorn (`ws="none"`) and granian (`websockets=False`) answer
 
 from __future__ import annotations
 
-from starlette.types import ASGIApp, Receive, Scope, Send
+from app.core.asgi import ASGIApp, Receive, Scope, Send
 
 
 class WebSocketsOff:

@@ -21,8 +21,8 @@ import os
 from collections.abc import Iterator
 
 import pytest
-from fastapi.testclient import TestClient
 
+from app.core.framework import TestClient
 from app.core.setting_specs import BY_NAME, ENV_PREFIX
 from app.core.settings import ENV_FILE_VARIABLE
 

@@ -19,9 +19,9 @@ from dataclasses import dataclass
 from typing import Any
 
 import pytest
-from starlette.requests import Request
 
 from app.core import loops
+from app.core.framework import Request
 from app.core.settings import get_settings
 from app.middleware.access_log import escaped
 from app.middleware.forwarded import ForwardedHeadersMiddleware

@@ -152,8 +152,7 @@ def test_unsaturated_server_is_called_a_floor() -> None:
 
 STREAMING_ROUTER = '''"""A streaming route, added by tests/test_bench.py for one test."""
 
-from fastapi import APIRouter
-from fastapi.responses import StreamingResponse
+from app.core.framework import APIRouter, StreamingResponse
 
 router = APIRouter()
 

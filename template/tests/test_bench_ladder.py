@@ -12,11 +12,10 @@ import urllib.error
 import urllib.request
 
 import pytest
-from starlette.middleware.base import BaseHTTPMiddleware
-from starlette.testclient import TestClient
 from typer.testing import CliRunner
 
 from app import custom
+from app.core.framework import BaseHTTPMiddleware, TestClient
 from app.core.settings import get_settings
 from bench import app_overhead, harness, ladder, ladder_report, user_like
 from bench.route import Route

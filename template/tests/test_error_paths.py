@@ -20,11 +20,16 @@ from typing import Any
 
 import httpx
 import pytest
-from fastapi import APIRouter, FastAPI, Request
-from fastapi.responses import JSONResponse, StreamingResponse
-from fastapi.testclient import TestClient
 
 from app import custom
+from app.core.framework import (
+    APIRouter,
+    FastAPI,
+    JSONResponse,
+    Request,
+    StreamingResponse,
+    TestClient,
+)
 from app.core.settings import get_settings
 from app.main import create_app
 from app.middleware.security_headers import SECURITY_HEADERS
@@ -35,7 +40,7 @@ from tests.server_process import PROJECT_DIR, running_server
 ROUTER_FILE = PROJECT_DIR / "app" / "routes" / "error_paths_test_router.py"
 ROUTER = '''"""Written by tests/test_error_paths.py while it runs, and removed after."""
 
-from fastapi import APIRouter, HTTPException, Request
+from app.core.framework import APIRouter, HTTPException, Request
 
 router = APIRouter(prefix="/error-paths")
 

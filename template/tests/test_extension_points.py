@@ -16,13 +16,18 @@ from contextlib import asynccontextmanager
 
 import httpx
 import pytest
-from fastapi import APIRouter, FastAPI, Request, WebSocket
-from fastapi.testclient import TestClient
-from starlette.middleware import Middleware
-from starlette.middleware.base import BaseHTTPMiddleware
 
 from app import custom
 from app.core.body_limits import BodyLimit
+from app.core.framework import (
+    APIRouter,
+    BaseHTTPMiddleware,
+    FastAPI,
+    Middleware,
+    Request,
+    TestClient,
+    WebSocket,
+)
 from app.core.settings import get_settings
 from app.main import create_app
 from serving.served_app import create_served_app

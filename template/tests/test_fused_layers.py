@@ -19,11 +19,9 @@ from typing import Any
 import anyio
 import pytest
 import trio
-from fastapi import APIRouter, FastAPI, Request
-from fastapi.responses import StreamingResponse
-from starlette.requests import ClientDisconnect
 
 from app.core import metrics as core_metrics
+from app.core.framework import APIRouter, ClientDisconnect, FastAPI, Request, StreamingResponse
 from app.core.setting_specs import BY_NAME
 from app.core.settings import get_settings
 from app.core.stopping import OPEN_STREAMS, server_stopping

@@ -24,12 +24,11 @@ from pathlib import Path
 
 import httpx
 import pytest
-from fastapi import APIRouter
-from fastapi.testclient import TestClient
 from prometheus_client import REGISTRY
 from prometheus_client.parser import text_string_to_metric_families
 
 from app.core import loops
+from app.core.framework import APIRouter, TestClient
 from app.core.metrics import UNMATCHED
 from app.main import create_app
 from tests import served

@@ -15,13 +15,12 @@ import pkgutil
 from typing import Any
 
 import pytest
-from starlette.middleware import Middleware
-from starlette.middleware.cors import CORSMiddleware
 
 import app.middleware as middleware_package
 import serving
 from app import custom
 from app.core import tracing
+from app.core.framework import CORSMiddleware, Middleware
 from app.core.setting_specs import BY_NAME
 from app.core.settings import get_settings
 from app.custom import MIDDLEWARE as CUSTOM_MIDDLEWARE

@@ -24,13 +24,12 @@ from pathlib import Path
 
 import httpx
 import pytest
-from fastapi import APIRouter
-from fastapi.testclient import TestClient
 from websockets.exceptions import ConnectionClosed
 from websockets.sync.client import connect
 
 from app.core import loops
 from app.core.answers import ANSWERS
+from app.core.framework import APIRouter, TestClient
 from tests import request_set, served
 from tests.server_process import PROJECT_DIR, BootError, Server, free_port, running_server
 from tests.test_metrics import in_flight

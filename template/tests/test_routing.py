@@ -14,28 +14,31 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from fastapi import (
+from pydantic import BaseModel
+
+from app import custom
+from app.api import demo, echo, health
+from app.core.asgi import Scope
+from app.core.framework import (
+    APIRoute,
     APIRouter,
     Depends,
     FastAPI,
     Header,
+    Host,
     HTTPException,
+    Match,
+    PlainTextResponse,
     Query,
+    Route,
+    Router,
+    StaticFiles,
+    TestClient,
     WebSocket,
+    WebSocketDisconnect,
     WebSocketException,
     status,
 )
-from fastapi.responses import PlainTextResponse
-from fastapi.routing import APIRoute
-from fastapi.staticfiles import StaticFiles
-from fastapi.testclient import TestClient
-from pydantic import BaseModel
-from starlette.routing import Host, Match, Route, Router
-from starlette.types import Scope
-from starlette.websockets import WebSocketDisconnect
-
-from app import custom
-from app.api import demo, echo, health
 from app.core.settings import PROJECT_NAME, get_settings
 from app.main import STATIC_DIR, create_app, fastapi_options
 
@@ -222,9 +225,8 @@ def test_the_prefixed_routes_match_as_fastapis() -> None:
     """app/api/prefixed_routes.py answers "no" early and leaves the rest to FastAPI:
     every path, under every root path, in HTTP and WebSocket scopes, matches as the
     plain APIRoute matches it, with the same child scope."""
-    from fastapi.routing import APIRoute
-
     from app.api.prefixed_routes import PrefixedRoute
+    from app.core.framework import APIRoute
 
     async def endpoint() -> dict[str, str]:
         return {}

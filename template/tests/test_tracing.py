@@ -24,8 +24,6 @@ from typing import Any
 
 import httpx
 import pytest
-from fastapi import APIRouter
-from fastapi.testclient import TestClient
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
@@ -33,6 +31,7 @@ from opentelemetry.trace import SpanKind, StatusCode
 
 from app.core import logs, tracing
 from app.core.answers import PROJECT_SLUG
+from app.core.framework import APIRouter, TestClient
 from app.main import create_app
 from app.middleware import layers
 from app.middleware.tracing import TracingMiddleware

@@ -67,7 +67,7 @@ def port_of(url: str) -> int:
 def test_backlog_is_the_listen_queue(engine: str) -> None:
     with running_server(["--engine", engine, "--backlog", "1234"]) as server:
         # gunicorn's worker listens with asyncio's 100 first and is set to the backlog
-        # once its servers exist (serving/engines/gunicorn.py): a moment after it answers.
+        # once its servers exist (serving/engines/gunicorn/): a moment after it answers.
         deadline = time.monotonic() + 5
         while True:
             listing = subprocess.run(["ss", "-ltnH", f"sport = :{port_of(server.url)}"],

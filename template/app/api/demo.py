@@ -8,9 +8,8 @@ import logging
 from collections.abc import AsyncIterator
 
 import anyio
-from fastapi import APIRouter, Query, Request
-from fastapi.responses import StreamingResponse
 
+from app.core.framework import APIRouter, Query, Request, StreamingResponse
 from app.core.stopping import server_stopping
 
 router = APIRouter(prefix="/demo", tags=["demo"])

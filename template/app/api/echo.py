@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from fastapi import APIRouter, WebSocket
+from app.core.framework import APIRouter, WebSocket
 
 router = APIRouter()
 

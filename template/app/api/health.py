@@ -11,9 +11,8 @@ import asyncio
 import os
 import platform
 
-from fastapi import APIRouter, Request
-
 from app.api.prefixed_routes import PrefixedRoute
+from app.core.framework import APIRouter, Request
 from app.core.settings import get_settings
 
 # Before the examples (and yours, when one takes /health/): a path that passes them

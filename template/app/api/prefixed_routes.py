@@ -11,9 +11,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from fastapi.routing import APIRoute
-from starlette.routing import Match
-from starlette.types import Scope
+from app.core.asgi import Scope
+from app.core.framework import APIRoute, Match
 
 
 def first_segment(path: str) -> str | None:

@@ -1,9 +1,10 @@
 """The project's layers, lowest first: each imports only those below it
 (docs/architecture.md; tests/test_import_graph.py holds every module to it).
 
-A module is in the layer of the longest package it starts with. The layers below the
-app read two things of it by name, never by import: the app's factory (serving) and
-your declarations in app/custom.py (the settings' check, the body limits).
+A module is in the layer of the longest package it starts with. Three things cross a
+layer by name, never by import: serving builds the app's factory, the base and the
+request layers read your declarations in app/custom.py (the settings' check, the body
+limits), and the bench's ladder runs the command line (bench/ladder_serve.py).
 """
 
 from __future__ import annotations
@@ -33,7 +34,7 @@ def layer_of(module: str) -> str | None:
 def above_the_base(module: str) -> bool:
     """A module of app/ that a worker imports afresh (the request layers and the app,
     yours among them): the base's objects are shared with the launcher."""
-    return layer_of(module) in ("request layers", "app")
+    return "." in module and layer_of(module) in ("request layers", "app")
 
 
 def by_name(target: str) -> Any:

@@ -17,6 +17,12 @@ PythonVersion = tuple[int, int]
 
 PYTHON_VERSIONS: tuple[str, ...] = ("3.11", "3.12", "3.13", "3.14", "3.15")
 AUTO = "auto"
+# The framework under the app (the `framework` answer), and the Pythons it runs on here:
+# FastAPI, or notslowapi (FastAPI's API, a Starlette of its own; docs/engines.md).
+FRAMEWORKS: dict[str, tuple[str, ...]] = {
+    "fastapi": PYTHON_VERSIONS,
+    "notslowapi": PYTHON_VERSIONS,
+}
 
 
 @dataclass(frozen=True)
@@ -232,6 +238,16 @@ def _one_of(values: tuple[str, ...] | list[str]) -> str:
     if len(values) == 1:
         return values[0]
     return ", ".join(values[:-1]) + " or " + values[-1]
+
+
+def framework_refusal(framework: str, python: PythonVersion) -> str | None:
+    """Why a project cannot be built on `framework` under `python`, or None."""
+    if framework not in FRAMEWORKS:
+        return f"Unknown framework {framework!r}: choose {_one_of(tuple(FRAMEWORKS))}"
+    if version_text(python) not in FRAMEWORKS[framework]:
+        return (f"{framework} does not run on Python {version_text(python)} here: choose "
+                f"Python {_one_of(FRAMEWORKS[framework])}, or the fastapi framework")
+    return None
 
 
 def refusal_reason(engine: str, loop: str, python: PythonVersion) -> str | None:

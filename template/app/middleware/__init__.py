@@ -9,8 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from starlette.middleware.cors import CORSMiddleware
-
+from app.core.framework import CORSMiddleware
 from app.core.settings import get_settings
 from app.core.tracing import configured as traces_configured
 from app.middleware.access_log import FORMATS, access_log_layer
@@ -56,8 +55,9 @@ def layers(*, metrics_path: bool = False, metrics: bool = True, traced: bool = F
 
 
 # Every layer the template may put in, in its place (the fused layer's ranks).
-ORDER = layers(metrics_path=True, traced=True, access_log=tuple(FORMATS.values()),
-               server_timing=True, cors=(CORSMiddleware,))
+ORDER = layers(metrics_path=True, metrics=True, traced=True, request_id=True,
+               access_log=tuple(FORMATS.values()), server_timing=True, security_headers=True,
+               cors=(CORSMiddleware,))
 
 
 def middleware_layers(yours: Sequence[object]) -> tuple[object, ...]:

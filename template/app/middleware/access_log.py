@@ -16,9 +16,8 @@ import time
 from datetime import UTC, datetime
 from typing import Any
 
-from starlette.types import ASGIApp, Receive, Scope, Send
-
 from app.core import tracing
+from app.core.asgi import ASGIApp, Receive, Scope, Send
 from app.core.settings import get_settings
 from app.middleware.messages import Message, is_response_end
 

@@ -13,8 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Awaitable
 
-from starlette.types import ASGIApp, Receive, Scope, Send
-
+from app.core.asgi import ASGIApp, Receive, Scope, Send
 from app.core.settings import get_settings
 from app.middleware import websocket_limits
 

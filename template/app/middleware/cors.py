@@ -8,9 +8,7 @@ Credentials (cookies, Authorization) are allowed for listed origins, never for `
 
 from __future__ import annotations
 
-from starlette.middleware import Middleware
-from starlette.middleware.cors import CORSMiddleware
-
+from app.core.framework import CORSMiddleware, Middleware
 from app.core.settings import get_settings
 
 EXPOSED = ["X-Request-ID"]  # so the page's script can quote it in a bug report

@@ -15,12 +15,15 @@ import logging
 import sys
 from collections.abc import Awaitable
 
-from starlette.concurrency import run_in_threadpool
-from starlette.requests import ClientDisconnect, Request
-from starlette.responses import PlainTextResponse, Response
-from starlette.types import ASGIApp, Receive, Scope, Send
-
 from app.core import logs
+from app.core.asgi import ASGIApp, Receive, Scope, Send
+from app.core.framework import (
+    ClientDisconnect,
+    PlainTextResponse,
+    Request,
+    Response,
+    run_in_threadpool,
+)
 from app.middleware.messages import Message
 
 LOGGER = logging.getLogger("app.errors")

@@ -14,8 +14,7 @@ from __future__ import annotations
 import ipaddress
 from functools import lru_cache
 
-from starlette.types import ASGIApp, Receive, Scope, Send
-
+from app.core.asgi import ASGIApp, Receive, Scope, Send
 from app.core.settings import get_settings, is_path_prefix
 
 FORWARDED_HEADERS = frozenset({b"x-forwarded-for", b"x-forwarded-proto", b"x-forwarded-prefix"})

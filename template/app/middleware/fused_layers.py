@@ -16,8 +16,7 @@ from collections.abc import Awaitable, Iterable, Sequence
 from time import perf_counter
 from typing import Any
 
-from starlette.types import ASGIApp, Receive, Scope, Send
-
+from app.core.asgi import ASGIApp, Receive, Scope, Send
 from app.core.body_limits import BODY_HEADERS, MULTIPLEXED
 from app.core.stopping import OPEN_STREAMS, Open, server_stopping
 from app.middleware import ORDER, layers

@@ -16,8 +16,7 @@ import logging
 from time import perf_counter
 from typing import Any
 
-from starlette.types import ASGIApp, Receive, Scope, Send
-
+from app.core.asgi import ASGIApp, Receive, Scope, Send
 from app.core.metrics import (
     METHODS,
     OTHER_METHOD,

@@ -3,8 +3,7 @@ as the probes are (app/middleware/probes.py): prometheus-client's own ASGI app."
 
 from __future__ import annotations
 
-from starlette.types import ASGIApp, Receive, Scope, Send
-
+from app.core.asgi import ASGIApp, Receive, Scope, Send
 from app.core.metrics import METRICS_PATH, asgi_app, write_batches
 
 

@@ -16,9 +16,8 @@ import logging
 import time
 from collections.abc import Awaitable, Iterable
 
-from starlette.types import ASGIApp, Message, Receive, Scope, Send
-from starlette.websockets import WebSocketDisconnect
-
+from app.core.asgi import ASGIApp, Message, Receive, Scope, Send
+from app.core.framework import WebSocketDisconnect
 from app.core.settings import get_settings
 from app.core.stopping import OPEN_STREAMS, Open, server_stopping
 
@@ -90,7 +89,7 @@ class OpenStreamsMiddleware:
     """Notes each stream's task as its answer begins; ends it at the stop.
 
     The outermost of the app's own layers after the probes and the proxy headers
-    (app/main.py), so that a stream of any route, behind any middleware of yours, is
+    (app/middleware/__init__.py), so that a stream of any route, behind any middleware of yours, is
     ended; next to the template's other layers it runs in the fused one
     (app/middleware/fused_layers.py). Only streams are noted: an answer with a
     Content-Length (most) costs a look at its start's headers and nothing else

@@ -1,4 +1,4 @@
-"""/livez and /readyz, answered by the app's first layer (app/main.py serving_layers).
+"""/livez and /readyz, answered by the app's first layer (app/middleware/__init__.py).
 
 An orchestrator probes every few seconds per pod; these answers cost neither routing,
 metrics nor an access log line. A worker that answers them has a running event loop;
@@ -11,8 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Awaitable
 
-from starlette.types import ASGIApp, Receive, Scope, Send
-
+from app.core.asgi import ASGIApp, Receive, Scope, Send
 from app.core.body_limits import BODY_HEADERS
 
 PROBE_PATHS = frozenset({"/livez", "/readyz"})

@@ -5,8 +5,7 @@ from __future__ import annotations
 import random
 import re
 
-from starlette.types import Scope
-
+from app.core.asgi import Scope
 from app.core.logs import REQUEST_ID
 from app.middleware.start_headers import Headers, StartHeadersMiddleware
 

@@ -15,11 +15,10 @@ import asyncio
 from collections.abc import Awaitable
 from typing import Any
 
-from starlette.exceptions import HTTPException
-from starlette.types import ASGIApp, Message, Receive, Scope, Send
-
 from app.core import layers
+from app.core.asgi import ASGIApp, Message, Receive, Scope, Send
 from app.core.body_limits import BODY_HEADERS, MULTIPLEXED, BodyLimit, head_size
+from app.core.framework import StarletteHTTPException as HTTPException
 from app.core.settings import get_settings
 from app.middleware.body_budget import BodyBudget
 

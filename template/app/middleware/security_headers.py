@@ -4,8 +4,7 @@ browser then never tries plain HTTP on this host for a year."""
 
 from __future__ import annotations
 
-from starlette.types import ASGIApp
-
+from app.core.asgi import ASGIApp
 from app.core.settings import get_settings
 from app.middleware.start_headers import Headers, StartHeadersMiddleware
 

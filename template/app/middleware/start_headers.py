@@ -13,8 +13,7 @@ from collections.abc import Awaitable, Iterable, Sequence
 from time import perf_counter
 from typing import ClassVar
 
-from starlette.types import ASGIApp, Receive, Scope, Send
-
+from app.core.asgi import ASGIApp, Receive, Scope, Send
 from app.middleware.messages import Message, add_headers
 
 Headers = list[tuple[bytes, bytes]]

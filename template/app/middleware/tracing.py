@@ -13,9 +13,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from starlette.types import ASGIApp, Receive, Scope, Send
-
 from app.core import tracing
+from app.core.asgi import ASGIApp, Receive, Scope, Send
 from app.core.logs import TRACE_ID
 from app.core.metrics import METHODS
 from app.middleware.messages import Message, add_headers

@@ -15,8 +15,7 @@ import asyncio
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 
-from starlette.types import ASGIApp, Message, Receive, Scope, Send
-
+from app.core.asgi import ASGIApp, Message, Receive, Scope, Send
 from app.core.settings import get_settings
 
 GOING_AWAY = 1001

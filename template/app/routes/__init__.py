@@ -10,7 +10,7 @@ from __future__ import annotations
 import importlib
 import pkgutil
 
-from fastapi import APIRouter
+from app.core.framework import APIRouter
 
 
 def discovered_routers() -> list[APIRouter]:

@@ -22,9 +22,9 @@ from granian import Granian
 from granian.constants import HTTPModes, Interfaces, Loops
 from granian.http import HTTP1Settings, HTTP2Settings
 from granian.log import LogLevels
-from starlette.types import ASGIApp, Receive, Scope, Send
 
 from app.core import logs, loops
+from app.core.asgi import ASGIApp, Receive, Scope, Send
 from app.core.settings import Settings, get_settings
 from app.core.stopping import OPEN_STREAMS, server_stopping
 from serving import drain, reload

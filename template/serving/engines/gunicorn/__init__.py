@@ -22,9 +22,9 @@ import time
 from typing import Any
 
 from gunicorn.app.base import BaseApplication
-from starlette.types import ASGIApp
 
 from app.core import loops, tls
+from app.core.asgi import ASGIApp
 from app.core.settings import Settings, get_settings
 from app.core.stopping import server_stopping
 from serving import drain, reload

@@ -5,8 +5,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Awaitable
 
-from starlette.types import ASGIApp, Message, Receive, Scope, Send
-
+from app.core.asgi import ASGIApp, Message, Receive, Scope, Send
 from app.core.body_limits import BODY_HEADERS, MULTIPLEXED, head_size
 from serving.head_limits import TOO_LARGE_BODY
 

@@ -24,10 +24,10 @@ from multiprocessing.connection import Connection
 from pathlib import Path
 
 import anyio
-from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from app.core import layers, logs, loops
 from app.core.answers import ANSWERS
+from app.core.asgi import ASGIApp, Message, Receive, Scope, Send
 from app.core.settings import Settings, get_settings
 from app.core.stopping import server_stopping
 from serving import drain
@@ -204,8 +204,8 @@ def serve_on_trio(loop: str, app: ASGIApp, served: object, settings: Settings,
 # the first in its log line; the lifespan stops the worker).
 ASYNCIO_ON_TRIO_ERRORS = ("no running event loop", "received unrecognized yield message")
 # Packages a call passes through on its way to asyncio, never the one that made it.
-PASSED_THROUGH = {"anyio", "sniffio", "trio", "starlette", "fastapi", "hypercorn", "serving",
-                  "contextlib", "asyncio"}
+PASSED_THROUGH = {"anyio", "sniffio", "trio", "starlette", "fastapi", "notslowapi", "hypercorn",
+                  "serving", "contextlib", "asyncio"}
 
 
 def asyncio_on_trio(error: BaseException | None, depth: int = 0) -> BaseException | None:

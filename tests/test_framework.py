@@ -1,0 +1,130 @@
+"""The framework answer: a notslowapi project passes its own tests on every engine, holds
+no upstream fastapi or starlette, and `copier update --data framework=...` moves a
+user's imports (or stops with nothing written)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import httpx
+import pytest
+
+from extensions.matrix import loops
+from tests.conftest import (
+    DEFAULT_PYTHON,
+    FULL_MATRIX,
+    environment_for,
+    full_only,
+    server_process,
+)
+
+COPIER = str(Path(sys.executable).with_name("copier"))
+RUFF = str(Path(sys.executable).with_name("ruff"))
+NOTSLOWAPI = {"framework": "notslowapi"}
+# The quick tests whole on the default Python; the boot tests on every other (full matrix).
+BOOT = ["tests/test_boot.py", "tests/test_framework.py"]
+USER_ROUTER = '''from fastapi import APIRouter, HTTPException
+from starlette.responses import PlainTextResponse
+
+router = APIRouter(prefix="/shop")
+
+
+@router.get("/items/{item_id}")
+async def item(item_id: int) -> PlainTextResponse:
+    if item_id == 0:
+        raise HTTPException(status_code=409, detail="taken")
+    return PlainTextResponse(f"item {item_id}")
+'''
+
+
+def run_own_tests(project: Path, python_version: str, selection: list[str]) -> str:
+    interpreter, python = environment_for(python_version, project / "pyproject.toml")
+    foreign = subprocess.run(
+        interpreter.command([str(python), "-c", "import importlib.util as u; print("
+                             "[m for m in ('fastapi', 'starlette') if u.find_spec(m)])"],
+                            project), capture_output=True, text=True, check=True)
+    assert foreign.stdout.strip() == "[]", foreign.stdout  # nothing of upstream installed
+    tests = subprocess.run(
+        interpreter.command([str(python), "-m", "pytest", "-q", "-p", "no:cacheprovider",
+                             *selection], project),
+        cwd=project, capture_output=True, text=True, timeout=600)
+    assert tests.returncode == 0, tests.stdout[-4000:] + tests.stderr[-2000:]
+    return tests.stdout
+
+
+@pytest.mark.parametrize("python_version", [
+    full_only(version, full=version != DEFAULT_PYTHON) for version in loops.PYTHON_VERSIONS])
+def test_a_notslowapi_project_passes_its_own_tests(copie, python_version: str) -> None:
+    result = copie.copy(extra_answers={**NOTSLOWAPI, "python_version": python_version})
+    assert result.exit_code == 0, result.exception
+    project = result.project_dir
+    lint = subprocess.run([RUFF, "check", "--no-cache", "."], cwd=project,
+                          capture_output=True, text=True)
+    assert lint.returncode == 0, lint.stdout
+    pyproject = (project / "pyproject.toml").read_text()
+    assert '"notslowapi>=' in pyproject and '"fastapi' not in pyproject
+    # The quick tests whole (every engine) where CI runs them; `make test`, the boot
+    # tests and the framework's own (each engine once).
+    whole = FULL_MATRIX and python_version == DEFAULT_PYTHON
+    out = run_own_tests(project, python_version, [] if whole else BOOT)
+    assert " passed" in out and " failed" not in out, out[-2000:]
+
+
+def git(project: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(["git", "-c", "user.name=user", "-c", "user.email=user@example.com",
+                           *args], cwd=project, check=True, capture_output=True, text=True)
+
+
+def update(project: Path, framework: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([COPIER, "update", "--trust", "--defaults", "--vcs-ref", "HEAD",
+                           "--data", f"framework={framework}"],
+                          cwd=project, capture_output=True, text=True, timeout=300)
+
+
+def test_update_moves_a_users_imports_to_notslowapi_and_back(copie) -> None:
+    result = copie.copy(extra_answers={})
+    assert result.exit_code == 0, result.exception
+    project = result.project_dir
+    (project / "app/routes/shop.py").write_text(USER_ROUTER)
+    git(project, "init", "-q")
+    git(project, "add", "-A")
+    git(project, "commit", "-qm", "A project with a router of mine")
+
+    moved = update(project, "notslowapi")
+    report = moved.stdout + moved.stderr
+    assert moved.returncode == 0, report
+    assert "app/routes/shop.py: imports moved to notslowapi" in report, report
+    assert "app/custom.py: imports moved to notslowapi" in report, report
+    shop = (project / "app/routes/shop.py").read_text()
+    assert shop.startswith("from notslowapi import APIRouter, HTTPException\n"
+                           "from notslowapi.starlette.responses import PlainTextResponse\n")
+    _, python = environment_for(DEFAULT_PYTHON, project / "pyproject.toml")
+    with server_process.running_server(python=[str(python)], cwd=project) as server:
+        answers = [httpx.get(f"{server.url}/shop/items/{n}") for n in (7, 0)]
+    assert (answers[0].status_code, answers[0].text) == (200, "item 7")
+    assert answers[1].status_code == 409  # an upstream HTTPException here answered 500
+
+    git(project, "add", "-A")
+    git(project, "commit", "-qm", "On notslowapi")
+    back = update(project, "fastapi")
+    assert back.returncode == 0, back.stdout + back.stderr
+    assert (project / "app/routes/shop.py").read_text() == USER_ROUTER
+
+
+def test_update_stops_with_nothing_written_on_an_import_it_cannot_move(copie) -> None:
+    result = copie.copy(extra_answers={})
+    assert result.exit_code == 0, result.exception
+    project = result.project_dir
+    (project / "app/routes/shop.py").write_text(
+        "import fastapi\n\nrouter = fastapi.APIRouter()\n")
+    git(project, "init", "-q")
+    git(project, "add", "-A")
+    git(project, "commit", "-qm", "A project with a router of mine")
+    stopped = update(project, "notslowapi")
+    assert stopped.returncode != 0
+    assert ("app/routes/shop.py line 1 imports fastapi as a module, which this update "
+            "cannot rewrite") in stopped.stderr, stopped.stderr
+    assert git(project, "status", "--porcelain").stdout == ""  # nothing written
+    assert "framework: fastapi" in (project / ".copier-answers.yml").read_text()
