@@ -4,8 +4,8 @@ A project switched between FastAPI and notslowapi (`--data framework=...`) must 
 imports of the other one: two Starlettes mix silently. Before the update (`check`), every
 import to move is found and one that cannot be rewritten safely (`import fastapi`, used
 as `fastapi.X`) stops the update with a sentence before anything is written. After it
-(`apply`), each `from fastapi...` / `from starlette...` line is rewritten, and the files
-changed are listed.
+(`apply`), each `from fastapi...` / `from starlette...` line is rewritten, the files
+changed are listed, and an import left to change by hand fails the update.
 
 Usage: framework_imports.py check|apply FRAMEWORK   (in the project, as Copier runs it)
 """
@@ -96,7 +96,11 @@ def main(argv: list[str]) -> int:
         return 1 if refusals else 0
     for name in apply(root, moves):
         print(f"  {name}: imports moved to {framework}")
-    return 0
+    # Asked interactively, the new answer was not known before the update: say what is left.
+    left = check(root, moves)
+    for sentence in left:
+        print(f"Change by hand: {sentence}.", file=sys.stderr)
+    return 1 if left else 0
 
 
 if __name__ == "__main__":

@@ -60,8 +60,9 @@ def edited_project(copie_session) -> Path:
          "from app.core.settings import get_settings\n" + GUARD)
     edit(health, '@router.get("/detailed")',
          '@router.get("/detailed", dependencies=[Depends(require_token)])')
-    edit(demo, "from fastapi import APIRouter, Query, Request\n",
-         "from fastapi import APIRouter, Depends, Query, Request\n\n"
+    edit(demo, "from app.core.framework import APIRouter, Query, Request, StreamingResponse\n",
+         "from app.core.framework import APIRouter, Query, Request, StreamingResponse\n"
+         "from fastapi import Depends\n\n"
          "from app.api.health import require_token\n")
     edit(demo, 'APIRouter(prefix="/demo", tags=["demo"])',
          'APIRouter(prefix="/demo", tags=["demo"], dependencies=[Depends(require_token)])')

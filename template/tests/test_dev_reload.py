@@ -25,7 +25,7 @@ def answers(url: str) -> bool:
 @pytest.mark.parametrize("engine", served.ENGINES)
 def test_dev_server_recovers_after_a_bad_save(engine: str, tmp_path: Path) -> None:
     # Edit a copy, never the project itself: the app and the serving layer it runs on.
-    for package in ("app", "serving"):
+    for package in ("app", "serving", "cli"):
         shutil.copytree(PROJECT_DIR / package, tmp_path / package,
                         ignore=shutil.ignore_patterns("__pycache__"))
     edited = tmp_path / "app" / "api" / "health.py"

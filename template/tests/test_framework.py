@@ -13,7 +13,7 @@ import httpx
 import pytest
 
 from app.core import framework
-from tests.server_process import PROJECT_DIR, running_server
+from tests.server_process import PROJECT_DIR, free_port, running_server
 
 OTHER = next(iter(framework.FOREIGN))  # upstream starlette's package, or notslowapi
 
@@ -38,7 +38,7 @@ def test_serve_refuses_upstream_starlette_in_your_routes() -> None:
     route = PROJECT_DIR / "app" / "routes" / "framework_test_route.py"
     route.write_text("from starlette.responses import PlainTextResponse\n")
     try:
-        refused = subprocess.run([sys.executable, "-m", "cli", "serve", "--port", "0"],
+        refused = subprocess.run([sys.executable, "-m", "cli", "serve", "--port", str(free_port())],
                                  cwd=PROJECT_DIR, capture_output=True, text=True, timeout=60)
     finally:
         route.unlink()

@@ -212,7 +212,7 @@ async def lifespan(app: FastAPI) -> AsyncIterator[dict[str, object]]:
 @pytest.mark.parametrize(("engine", "loop"), ROWS)
 def test_a_lifespan_calling_asyncio_stops_the_worker_with_a_sentence(
         tmp_path: Path, engine: str, loop: str) -> None:
-    for package in ("app", "serving"):
+    for package in ("app", "serving", "cli"):
         shutil.copytree(PROJECT_DIR / package, tmp_path / package,
                         ignore=shutil.ignore_patterns("__pycache__"))
     custom = tmp_path / "app" / "custom.py"

@@ -118,7 +118,7 @@ def test_sigterm_ends_open_streams_and_websockets(engine: str, workers: int) -> 
 
 def copy_of_the_project(into: Path) -> Path:
     """The app and the serving layer it runs on, to edit (never the project itself)."""
-    for package in ("app", "serving"):
+    for package in ("app", "serving", "cli"):
         shutil.copytree(PROJECT_DIR / package, into / package,
                         ignore=shutil.ignore_patterns("__pycache__"))
     return into / "app" / "api" / "health.py"
