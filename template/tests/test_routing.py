@@ -421,7 +421,8 @@ def test_the_example_routes_are_served_only_when_asked(
     try:
         with TestClient(create_app(), base_url="http://localhost") as client:
             assert client.get("/health/").status_code == 200
-            assert client.get("/demo/items/1").status_code == (200 if examples else 404)
+            # Served (200, or what a dependency of yours answers), or not there at all.
+            assert (client.get("/demo/items/1").status_code == 404) is not examples
             assert (client.post("/demo/echo", json={}).status_code == 404) is not examples
             if not examples:
                 with pytest.raises(WebSocketDisconnect), client.websocket_connect("/ws/echo"):
