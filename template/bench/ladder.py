@@ -101,7 +101,7 @@ def framework_rungs(case: Case) -> list[Rung]:
     path = urlsplit(case.route.path_template).path
     if frameworks.bare_app(frameworks.FRAMEWORK, path, case.user_like) is None:
         return []
-    return [Rung(f"bare {package}, same setup",
+    return [Rung(f"{package}, set up as the app",
                  partial(frameworks.bare_app, package, path, case.user_like))
             for package in frameworks.packages()]
 
