@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 from pathlib import Path
 
 import pytest
@@ -17,6 +18,11 @@ REQUIRED_PYTHONS = os.environ.get("REQUIRED_PYTHONS", "").split()
 TEMPLATE_PYTHONS = os.environ.get("TEMPLATE_PYTHONS", "").split()
 # `make test` checks every capability once; `make test-all` (FULL_MATRIX=1, what CI
 # runs) repeats what depends on the Python, the loop or the release for each of them.
+# A suite started in the background (`make test &`, a CI runner) inherits SIGINT ignored,
+# and so would every server it starts: a Ctrl-C test would then wait on a server that
+# ignores it. The servers get SIGINT as a terminal gives it.
+signal.signal(signal.SIGINT, signal.default_int_handler)
+
 FULL_MATRIX = os.environ.get("FULL_MATRIX") == "1"
 FULL_ONLY = "full matrix only: make test-all (FULL_MATRIX=1) runs it"
 

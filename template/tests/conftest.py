@@ -18,6 +18,7 @@ tests check.
 from __future__ import annotations
 
 import os
+import signal
 from collections.abc import Iterator
 
 import pytest
@@ -27,6 +28,11 @@ from app.core.setting_specs import BY_NAME, ENV_PREFIX
 from app.core.settings import ENV_FILE_VARIABLE
 
 TEST_CLIENT_HOST = "testserver"
+
+# A suite started in the background (`make test &`, a CI runner) inherits SIGINT ignored,
+# and so would every server it starts: a Ctrl-C test would then wait on a server that
+# ignores it. The servers get SIGINT as a terminal gives it.
+signal.signal(signal.SIGINT, signal.default_int_handler)
 
 # Before any test module imports the settings: the servers the tests boot inherit this.
 for _name in [name for name in os.environ if name.upper().startswith(ENV_PREFIX)]:
