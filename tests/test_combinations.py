@@ -36,12 +36,16 @@ BOOTED = [cell for cell in ALLOWED
           if FULL_MATRIX or cell.python == DEFAULT_PYTHON or cell.loop == loops.AUTO
           or not any(other.loop == cell.loop and other.python == DEFAULT_PYTHON
                      for other in ALLOWED)]
+# The cells on asyncio, which every engine takes on every Python, are notslowapi
+# projects: each engine serves the other framework on each Python at no extra render.
+NOTSLOWAPI_LOOP = "asyncio"
 # The project's own tests boot every engine on the project's loop policy, so they run
 # once per Python and loop policy, on its first cell: `make test-all` only (`make test`
 # runs them once, with a user's app: test_user_app.py). What changes between Pythons
 # shows at either end, and how workers start changes only on the newest (granian); the
 # Pythons between boot every cell.
-# - With the policy `auto`: the quick tests whole on the newest Python; on the oldest,
+# - With the policy `auto`: the quick tests whole on the newest Python in a notslowapi
+#   project (test_framework.py), which the framework's upstream does not test; on the oldest,
 #   the loop's boot tests here, and the quick tests whole in a project serving two
 #   engines (test_a_project_serving_less_passes_its_own_tests); on the default Python,
 #   the trio rows (the rest run there with a user's app, whose project serves every
@@ -67,8 +71,6 @@ def own_tests(cell: MatrixCell) -> list[str] | None:
     whole; None: no run)."""
     loop_tests = ["configured_loop", "two_workers", *(["parser"] if cell.loop == "zuvloop"
                                                       else [])]
-    if cell.loop == loops.AUTO and cell.python == NEWEST_PYTHON:
-        return []
     if cell.loop == loops.AUTO and cell.python == DEFAULT_PYTHON:
         return ["-k", "trio"]
     if (cell.python in LOOP_TESTS and not auto_is(cell.loop, cell.python)) or (
@@ -80,12 +82,14 @@ def own_tests(cell: MatrixCell) -> list[str] | None:
 @pytest.mark.parametrize("cell", [full_only(cell, full=cell not in BOOTED) for cell in ALLOWED],
                          ids=lambda c: f"{c.python}-{c.engine}-{c.loop}")
 def test_combination(copie, cell: MatrixCell) -> None:
+    framework = "notslowapi" if cell.loop == NOTSLOWAPI_LOOP else "fastapi"
     result = copie.copy(
         extra_answers={
             "python_version": cell.python,
             "default_engine": cell.engine,
             "loop_policy": cell.loop,
             "served_loops": list(loops.LOOPS),  # trio's branch tested in every project
+            "framework": framework,
         }
     )
     assert result.exit_code == 0, result.exception
@@ -119,6 +123,7 @@ def test_combination(copie, cell: MatrixCell) -> None:
     assert detail["loop"] == loop
     assert detail["loop_class"].startswith(loops.LOOPS[loop].module + ".")
     assert detail["python"].startswith(cell.python + ".")
+    assert detail["framework"] == framework
     assert server.process.returncode in (0, -15)
 
 

@@ -48,6 +48,8 @@ async def health_detailed(request: Request) -> dict[str, str | int]:
         # The class of the loop running this handler, not the configured name: it
         # is the proof that the engine honoured the choice.
         "loop_class": running_loop_class(),
+        # The package whose app class answered: the `framework` answer, served.
+        "framework": type(request.app).__module__.partition(".")[0],
         "http": settings.resolved_http,
         "http_version": request.scope["http_version"],
         # As seen after the proxy-headers middleware of the engine.
