@@ -95,7 +95,7 @@ def env_example_for(answers: dict[str, object]) -> str:
         "# Every setting, with its default (the Copier answers among them). Put only the",
         "# ones you change in .env; command-line flags of `serve` win over both.",
     ]
-    for spec in setting_specs.SETTINGS:
+    for spec in setting_specs.declared(answers):
         accepts = f" ({spec.accepts()})" if spec.accepts() else ""
         lines += [f"# {spec.help}{accepts}",
                   f"{spec.env}={spec.text(spec.default_for(answers))}"]
@@ -106,7 +106,8 @@ def settings_markdown(answers: dict[str, object] | None = None) -> str:
     """The settings table (rendered README, docs); without answers, answer defaults are
     named, not valued."""
     rows = ["| setting | default | what it controls |", "|---|---|---|"]
-    for spec in setting_specs.SETTINGS:
+    every = {"database": "any"}  # the guide names the database's settings too
+    for spec in setting_specs.declared(every if answers is None else answers):
         if answers is None and isinstance(spec.default, setting_specs.Answer):
             default = f"the `{spec.default.question}` answer"
         else:
@@ -223,6 +224,7 @@ VALUE_RULES: dict[str, Callable[[Any], Refused | None]] = {
     "served_engines": lambda v: _names_refusal("served_engines", v, loops.ENGINES),
     "served_loops": lambda v: _names_refusal("served_loops", v, tuple(loops.LOOPS)),
     "framework": lambda v: _choice_refusal("framework", v, tuple(loops.FRAMEWORKS)),
+    "database": lambda v: _choice_refusal("database", v, tuple(loops.DATABASES)),
 }
 
 
@@ -261,6 +263,24 @@ def _loop_refusal(answers: dict[str, Any], loop: Any) -> str:
 def _framework_refusal(answers: dict[str, Any], framework: Any) -> str:
     python = loops.python_version(answers["python_version"])
     return loops.framework_refusal(str(framework), python) or ""
+
+
+def _database_refusal(answers: dict[str, Any], database: Any) -> str:
+    """The database's driver must run on the answered loop and every served one."""
+    asked = [str(answers["loop_policy"]), *loops.names(answers.get("served_loops", ()))]
+    return loops.database_refusal(str(database), tuple(asked)) or ""
+
+
+def database_default_url(database: str) -> str:
+    return loops.DATABASES[database].default_url if database in loops.DATABASES else ""
+
+
+def default_served_loops(loop_policy: str, database: str) -> list[str]:
+    """Every asyncio loop the database's driver runs on, and trio when it is the answer."""
+    every = [name for name, spec in loops.LOOPS.items()
+             if spec.asyncio or name == loop_policy]
+    return list(loops.database_loops(database, tuple(every))
+                if database in loops.DATABASES else every)
 
 
 def short_reason(sentence: str) -> str:
@@ -306,6 +326,11 @@ def refusal(context: Context, question: str, value: Any) -> str:
             if reason:
                 raise UserMessageError(reason)
         return short_reason(_loop_refusal(answers, value))
+    if question == "database":
+        reason = value_refusal(question, value) or _database_refusal(answers, value)
+        if reason and question in _given_on_command_line(context):
+            raise UserMessageError(reason)
+        return short_reason(reason)
     if question == "framework":
         reason = _framework_refusal(answers, value)
         if reason and question in _given_on_command_line(context):
@@ -315,7 +340,10 @@ def refusal(context: Context, question: str, value: Any) -> str:
         if question in _given_on_command_line(context):
             return ""  # AnswersCheck refuses it with the whole sentence, before writing
         refused = _served_refusal({**answers, question: value}, question)
-        return prompt_refusal(question, value) or (f"{refused.prompt}." if refused else "")
+        database = _database_refusal({**answers, question: value},
+                                     answers.get("database", loops.NO_DATABASE))
+        return (prompt_refusal(question, value) or (f"{refused.prompt}." if refused else "")
+                or short_reason(database))
     return prompt_refusal(question, value)
 
 
@@ -333,6 +361,7 @@ def answers_refusal(answers: dict[str, Any]) -> str:
             return reason
     return (_loop_refusal(answers, answers["loop_policy"])
             or _framework_refusal(answers, answers.get("framework", "fastapi"))
+            or _database_refusal(answers, answers.get("database", loops.NO_DATABASE))
             or next((refused.sentence for question in ("served_engines", "served_loops")
                      if (refused := _served_refusal(answers, question))), ""))
 
@@ -389,4 +418,6 @@ class MatrixExtension(Extension):
         environment.globals["settings_table"] = settings_table
         environment.globals["setting_default"] = setting_default
         environment.globals["memory_limit_mib"] = memory_limit_mib
+        environment.globals["database_default_url"] = database_default_url
+        environment.globals["default_served_loops"] = default_served_loops
         environment.filters["slugify"] = slugify

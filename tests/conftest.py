@@ -3,6 +3,8 @@ from __future__ import annotations
 import json
 import os
 import signal
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -150,6 +152,19 @@ def require_interpreter(version: str) -> interpreters.Interpreter:
             pytest.fail(f"{message}; REQUIRED_PYTHONS lists it")
         pytest.skip(message)
     return found
+
+
+def git(project: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(["git", "-c", "user.name=user", "-c", "user.email=user@example.com",
+                           *args], cwd=project, check=True, capture_output=True, text=True)
+
+
+def update(project: Path, **answers: str) -> subprocess.CompletedProcess[str]:
+    """`copier update` to the working tree with `--data` for each answer."""
+    data = [part for name, value in answers.items() for part in ("--data", f"{name}={value}")]
+    return subprocess.run([str(Path(sys.executable).with_name("copier")), "update", "--trust",
+                           "--defaults", "--vcs-ref", "HEAD", *data],
+                          cwd=project, capture_output=True, text=True, timeout=300)
 
 
 def environment_for(version: str, pyproject: Path,

@@ -15,10 +15,11 @@ from tests.conftest import (
     FULL_MATRIX,
     NEWEST_PYTHON,
     environment_for,
+    git,
     server_process,
+    update,
 )
 
-COPIER = str(Path(sys.executable).with_name("copier"))
 RUFF = str(Path(sys.executable).with_name("ruff"))
 NOTSLOWAPI = {"framework": "notslowapi"}
 # `make test` runs the project's framework tests on the default Python; `make test-all`
@@ -70,17 +71,6 @@ def test_a_notslowapi_project_passes_its_own_tests(copie) -> None:
     assert " passed" in out and " failed" not in out, out[-2000:]
 
 
-def git(project: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(["git", "-c", "user.name=user", "-c", "user.email=user@example.com",
-                           *args], cwd=project, check=True, capture_output=True, text=True)
-
-
-def update(project: Path, framework: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([COPIER, "update", "--trust", "--defaults", "--vcs-ref", "HEAD",
-                           "--data", f"framework={framework}"],
-                          cwd=project, capture_output=True, text=True, timeout=300)
-
-
 def test_update_moves_a_users_imports_to_notslowapi_and_back(copie) -> None:
     result = copie.copy(extra_answers={})
     assert result.exit_code == 0, result.exception
@@ -90,7 +80,7 @@ def test_update_moves_a_users_imports_to_notslowapi_and_back(copie) -> None:
     git(project, "add", "-A")
     git(project, "commit", "-qm", "A project with a router of mine")
 
-    moved = update(project, "notslowapi")
+    moved = update(project, framework="notslowapi")
     report = moved.stdout + moved.stderr
     assert moved.returncode == 0, report
     assert "app/routes/shop.py: imports moved to notslowapi" in report, report
@@ -106,7 +96,7 @@ def test_update_moves_a_users_imports_to_notslowapi_and_back(copie) -> None:
 
     git(project, "add", "-A")
     git(project, "commit", "-qm", "On notslowapi")
-    back = update(project, "fastapi")
+    back = update(project, framework="fastapi")
     assert back.returncode == 0, back.stdout + back.stderr
     assert (project / "app/routes/shop.py").read_text() == USER_ROUTER
 
@@ -120,7 +110,7 @@ def test_update_stops_with_nothing_written_on_an_import_it_cannot_move(copie) ->
     git(project, "init", "-q")
     git(project, "add", "-A")
     git(project, "commit", "-qm", "A project with a router of mine")
-    stopped = update(project, "notslowapi")
+    stopped = update(project, framework="notslowapi")
     assert stopped.returncode != 0
     assert ("app/routes/shop.py line 1 imports fastapi as a module, which this update "
             "cannot rewrite") in stopped.stderr, stopped.stderr

@@ -8,8 +8,9 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from app import custom
-from app.api import demo, echo, health
+from app.api import examples, health
 from app.api.prefixed_routes import first_segment
+from app.core import database
 from app.core.framework import (
     APIRoute,
     APIRouter,
@@ -36,7 +37,7 @@ NO_DOCS = {"openapi_url": None, "docs_url": None, "redoc_url": None}
 # docs/benchmarks.md), and a path you also serve is yours. /health/ and /static come
 # before yours where one of yours could take their paths (create_app).
 HEALTH_ROUTER = health.router
-EXAMPLE_ROUTERS = (echo.router, demo.router)
+EXAMPLE_ROUTERS = examples.ROUTERS
 # Routes FastAPI matches on their path and method alone (exactly these classes: a
 # subclass may match on more).
 PLAIN_ROUTES = (APIRoute, APIWebSocketRoute)
@@ -105,7 +106,9 @@ def create_app(middleware: Sequence[object] | None = None,
     configure_logging(settings.log_level, settings.log_format)
     layers = middleware_layers(custom.MIDDLEWARE) if middleware is None else middleware
     # The template's middleware next to each other run as one layer (fused_layers.py).
-    app = FastAPI(title=PROJECT_NAME, lifespan=getattr(custom, "lifespan", None),
+    # With a database, its pool per worker around your lifespan (app/core/database.py).
+    app = FastAPI(title=PROJECT_NAME,
+                  lifespan=database.lifespan(getattr(custom, "lifespan", None)),
                   middleware=[as_middleware(layer) for layer in fuse(layers)],
                   **fastapi_options())
     # Every router included the FastAPI way, the template's as yours: dependencies,
@@ -124,5 +127,6 @@ def create_app(middleware: Sequence[object] | None = None,
     app.router.routes[at:at] = ours
     for router in EXAMPLE_ROUTERS if settings.examples else ():
         app.include_router(router)
+    database.add_error_handlers(app)  # 503 when the database does not answer
     custom.customize(app)
     return app

@@ -10,9 +10,10 @@ import typer
 from typer.core import TyperGroup
 
 from app.core import framework, loops, matrix_markdown, tracing
-from app.core.setting_specs import SETTINGS, SettingSpec
+from app.core.setting_specs import SettingSpec
 from app.core.settings import (
     PROJECT_SLUG,
+    SETTINGS,
     SettingsError,
     env_file,
     load_settings,
@@ -39,6 +40,7 @@ cli = typer.Typer(
 
 def serve(**flags: object) -> None:
     """Start the web server. Flags override the environment and .env for this run."""
+    from app.core import database
     from serving import launcher
 
     try:
@@ -58,6 +60,8 @@ def serve(**flags: object) -> None:
                                   where="--metrics-port, WEBSERVER_METRICS_PORT")
     except launcher.ListenError as error:
         refuse(str(error))
+    if problem := database.startup_problem(settings):  # waits for it, a bounded time
+        refuse(problem)
     launcher.serve(settings.model_copy(update={"host": address}))
 
 

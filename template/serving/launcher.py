@@ -13,8 +13,8 @@ import socket
 from collections.abc import Callable
 
 from app.core import logs
-from app.core.setting_specs import BY_NAME, SETTINGS
-from app.core.settings import PROJECT_SLUG, Settings
+from app.core.setting_specs import BY_NAME
+from app.core.settings import PROJECT_SLUG, SETTINGS, Settings
 from serving import engines, memory, metrics_listener
 from serving.engines import APP_DIR
 

@@ -17,15 +17,19 @@ tests check.
 
 from __future__ import annotations
 
+import atexit
 import os
+import shutil
 import signal
+import tempfile
 from collections.abc import Iterator
 
 import pytest
 
+from app.core.answers import ANSWERS
 from app.core.framework import TestClient
 from app.core.setting_specs import BY_NAME, ENV_PREFIX
-from app.core.settings import ENV_FILE_VARIABLE
+from app.core.settings import ENV_FILE_VARIABLE, SETTINGS
 
 TEST_CLIENT_HOST = "testserver"
 
@@ -43,11 +47,19 @@ _allowed = BY_NAME["allowed_hosts"]
 os.environ[_allowed.env] = f"{_allowed.default},{TEST_CLIENT_HOST}"
 # The streams, slow answers, bodies and WebSockets the promises are tested with.
 os.environ[BY_NAME["examples"].env] = "true"
+# With a database, the servers start without waiting for one (tests/test_database.py
+# gives them one), and a SQLite project's tests write a file of their own, not yours.
+if BY_NAME["database_startup_timeout"] in SETTINGS:
+    os.environ[BY_NAME["database_startup_timeout"].env] = "0"
+    if ANSWERS["database"] == "sqlite":
+        _scratch = tempfile.mkdtemp(prefix="tests-db-")
+        atexit.register(shutil.rmtree, _scratch, ignore_errors=True)
+        os.environ[BY_NAME["database_url"].env] = f"sqlite+aiosqlite:///{_scratch}/app.db"
 
 
 DEMO_ROUTES_GONE = ("the app no longer serves the template's demo routes (/demo/...), which "
                     "this load or signal test sends its requests to: restore app/api/demo.py "
-                    "and its entry in EXAMPLE_ROUTERS (app/main.py) to run it")
+                    "and its entry in app/api/examples.py to run it")
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:

@@ -42,7 +42,8 @@ def test_engine_serves_on_the_configured_loop(engine: str) -> None:
         probes = [httpx.get(f"{server.url}{path}").text for path in ("/livez", "/readyz")]
         observed = request_set.observe(server.url)
     assert observed == request_set.expected(proxy_trusted=True)
-    assert probes == ["ok", "ok"]  # answered before the app (app/middleware/probes.py)
+    # Answered before the app (app/middleware/probes.py).
+    assert probes == ["ok", served.READY[1]]
     expected = expected_loop(engine, loop)
     assert detail["engine"] == engine
     assert detail["loop"] == expected

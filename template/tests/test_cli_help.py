@@ -18,7 +18,8 @@ import typer
 
 from app.core import loops
 from app.core.answers import ANSWERS
-from app.core.setting_specs import BY_NAME, SETTINGS
+from app.core.setting_specs import BY_NAME
+from app.core.settings import SETTINGS
 from cli.main import cli
 from tests.server_process import PROJECT_DIR
 

@@ -25,6 +25,7 @@ from app.middleware.allowed_hosts import AllowedHostsMiddleware
 from app.middleware.security_headers import SECURITY_HEADERS
 from tests import served
 from tests.request_set import handshake, status_line
+from tests.served import READY
 from tests.server_process import running_server
 
 EXPOSURE = ("api_docs", "health_detail", "allowed_hosts", "ws_origins")
@@ -118,7 +119,7 @@ def test_local_names_are_served_and_no_name_is_not(served: Served) -> None:
 
 
 def test_probes_answer_whatever_host_they_name(served: Served) -> None:
-    assert served.probes == [(200, "ok"), (200, "ok")]
+    assert served.probes == [(200, "ok"), READY]
 
 
 def test_a_cross_origin_websocket_handshake_is_refused(served: Served) -> None:

@@ -17,7 +17,7 @@ import pytest
 from pydantic import BaseModel
 
 from app import custom
-from app.api import demo, echo, health
+from app.api import examples, health
 from app.core.asgi import Scope
 from app.core.framework import (
     APIRoute,
@@ -142,8 +142,8 @@ def plain_app() -> FastAPI:
         app.include_router(router)
     app.include_router(health.router)
     app.mount("/static", StaticFiles(directory=STATIC_DIR), name="static")
-    app.include_router(echo.router)
-    app.include_router(demo.router)
+    for router in examples.ROUTERS:
+        app.include_router(router)
     custom.customize(app)
     return app
 

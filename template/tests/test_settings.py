@@ -416,7 +416,7 @@ def test_every_setting_appears_wherever_it_must() -> None:
     """Declared once: `serve --help`, .env.example and docs/settings.md all list it."""
     from typer.testing import CliRunner
 
-    from app.core.setting_specs import SETTINGS
+    from app.core.settings import SETTINGS
     from cli.main import cli
 
     project = Path(__file__).resolve().parents[1]

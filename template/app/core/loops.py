@@ -26,6 +26,42 @@ FRAMEWORKS: dict[str, tuple[str, ...]] = {
 
 
 @dataclass(frozen=True)
+class DatabaseSpec:
+    """A database the project can be built with (the `database` answer): SQLAlchemy's
+    asyncio engine over one driver, and the loops that driver cannot run on, measured
+    (docs/database.md)."""
+
+    name: str
+    driver: str  # the driver's module (a dependency of the project)
+    scheme: str  # the URL's start, SQLAlchemy's dialect+driver
+    default_url: str
+    # loop -> why the driver cannot run on it, in the user's terms (the refusal)
+    refused_loops: dict[str, str] = field(default_factory=dict)
+
+
+NO_DATABASE = "none"
+# SQLAlchemy's asyncio extension drives its drivers through asyncio's API.
+NOT_ON_TRIO = ("SQLAlchemy's asyncio engine and {driver} need an asyncio event loop, and "
+               "trio is not one")
+DATABASES: dict[str, DatabaseSpec] = {
+    spec.name: spec
+    for spec in (
+        DatabaseSpec(NO_DATABASE, "", "", ""),
+        DatabaseSpec("sqlite", "aiosqlite", "sqlite+aiosqlite",
+                     "sqlite+aiosqlite:///data/app.db",
+                     refused_loops={"trio": NOT_ON_TRIO.format(driver="aiosqlite")}),
+        DatabaseSpec("postgresql", "asyncpg", "postgresql+asyncpg",
+                     "postgresql+asyncpg://app@127.0.0.1:5432/app",
+                     refused_loops={
+                         "trio": NOT_ON_TRIO.format(driver="asyncpg"),
+                         "rloop": "asyncpg cannot connect on rloop: rloop's transports refuse "
+                         "the change of protocol its connect makes (NotImplementedError)",
+                     }),
+    )
+}
+
+
+@dataclass(frozen=True)
 class EngineSpec:
     """What an engine does differently from the others (measured, see docs/engines.md)."""
 
@@ -248,6 +284,24 @@ def framework_refusal(framework: str, python: PythonVersion) -> str | None:
         return (f"{framework} does not run on Python {version_text(python)} here: choose "
                 f"Python {_one_of(FRAMEWORKS[framework])}, or the fastapi framework")
     return None
+
+
+def database_refusal(database: str, loops_: tuple[str, ...]) -> str | None:
+    """Why a project on `database` cannot serve one of `loops_` (one sentence), or None."""
+    spec = DATABASES[database]
+    refused = [loop for loop in loops_ if loop in spec.refused_loops]
+    if not refused:
+        return None
+    loop = refused[0]
+    runs = _one_of([name for name in LOOPS if name not in spec.refused_loops])
+    return (f"{database} cannot be served on {loop}: {spec.refused_loops[loop]}; a project "
+            f"with {database} serves {runs} (why: docs/database.md).")
+
+
+def database_loops(database: str, served: tuple[str, ...]) -> tuple[str, ...]:
+    """The served loops the database's driver runs on."""
+    refused = DATABASES[database].refused_loops
+    return tuple(loop for loop in served if loop not in refused)
 
 
 def refusal_reason(engine: str, loop: str, python: PythonVersion) -> str | None:

@@ -258,7 +258,26 @@ SETTINGS: tuple[SettingSpec, ...] = grouped(
                 "what /health/detailed tells: minimal (its status) or full (engine, loop, "
                 "parser, client, Python version, pid)", choices=HEALTH_DETAILS),
 )
-BY_NAME = {spec.name: spec for spec in SETTINGS}
+# Declared in projects built with a database only (the `database` answer).
+DATABASE_SETTINGS: tuple[SettingSpec, ...] = grouped(
+    Group("Database"),
+    SettingSpec("database_url", str, Answer("database_url"),
+                "the database, as a SQLAlchemy URL (postgresql+asyncpg://user:password@host/"
+                "name, sqlite+aiosqlite:///path); a password in it is never logged"),
+    SettingSpec("database_pool_size", int, 5,
+                "connections each worker keeps open to the database", 1, 1000),
+    SettingSpec("database_pool_timeout", float, 5.0,
+                "seconds a request waits for a free connection (then 503)", 0.1, 600),
+    SettingSpec("database_startup_timeout", float, 30.0,
+                "seconds `serve` waits for the database to answer before it stops with a "
+                "sentence; 0 = start without it (/readyz is 503 until it answers)", 0, 3600),
+)
+BY_NAME = {spec.name: spec for spec in (*SETTINGS, *DATABASE_SETTINGS)}
+
+
+def declared(answers: dict[str, object]) -> tuple[SettingSpec, ...]:
+    """The settings of a project built with `answers`: the database's with a database."""
+    return SETTINGS + (DATABASE_SETTINGS if answers.get("database", "none") != "none" else ())
 
 # A container's memory, in MiB, for its processes (docs/deploy.md, "Memory"): the
 # launcher and the metrics listener; each worker idle, its connections and what the

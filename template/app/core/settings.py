@@ -34,15 +34,18 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from app.core import layers, loops, tls
 from app.core.answers import ANSWERS, PROJECT_NAME, PROJECT_SLUG
-from app.core.setting_specs import BY_NAME, ENV_PREFIX, SETTINGS, SettingSpec
+from app.core.setting_specs import BY_NAME, ENV_PREFIX, SettingSpec, declared
 
-__all__ = ["ENV_PREFIX", "PROJECT_NAME", "PROJECT_SLUG", "Settings", "get_settings"]
+__all__ = ["ENV_PREFIX", "PROJECT_NAME", "PROJECT_SLUG", "SETTINGS", "Settings", "get_settings"]
 ENV_FILE = ".env"
 # Names another file of local overrides, or none when empty: the project's tests empty
 # it, so a developer's `.env` never reaches them (tests/conftest.py).
 ENV_FILE_VARIABLE = f"{ENV_PREFIX}ENV_FILE"
 # Names a template release renamed (`copier update` renames them inside .env; a name
 # set anywhere else, such as a container's environment, is refused with its new name).
+# This project's settings (the database's only with a database), and its database.
+SETTINGS = declared(ANSWERS)
+DATABASE = str(ANSWERS.get("database", loops.NO_DATABASE))
 RENAMED_SETTINGS = {
     "WEBSERVER_FORWARDED_ALLOW_IPS": ("WEBSERVER_TRUSTED_PROXIES", "0.2.0"),
 }
@@ -84,6 +87,21 @@ class Settings(_Declared):  # type: ignore[misc, valid-type]
                 f"{ENV_PREFIX}RELOAD and {ENV_PREFIX}WORKERS={self.workers} cannot be "
                 "combined: the reloader runs a single worker; drop one of them."
             )
+        return self
+
+    @model_validator(mode="after")
+    def _database_serves(self) -> Settings:
+        if DATABASE == loops.NO_DATABASE:
+            return self
+        scheme = loops.DATABASES[DATABASE].scheme
+        if not self.database_url.startswith(f"{scheme}://"):
+            # Not the URL itself: it may hold a password.
+            raise ValueError(
+                f"{ENV_PREFIX}DATABASE_URL must start {scheme}:// (this project's database "
+                f"is {DATABASE}, through {loops.DATABASES[DATABASE].driver}); docs/database.md.")
+        reason = loops.database_refusal(DATABASE, (self.resolved_loop,))
+        if reason:
+            raise ValueError(reason)
         return self
 
     @model_validator(mode="after")
@@ -169,7 +187,8 @@ class Settings(_Declared):  # type: ignore[misc, valid-type]
 
     @property
     def resolved_loop(self) -> str:
-        return loops.resolve(self.engine, self.loop, served=loops.names(self.served_loops))
+        served = loops.database_loops(DATABASE, loops.names(self.served_loops))
+        return loops.resolve(self.engine, self.loop, served=served)
 
     @property
     def resolved_http(self) -> str:

@@ -126,7 +126,7 @@ class FusedLayers:
             await self.other(scope, receive, send)
             return
         if scope["path"] in self.probe_paths:
-            await answer_probe(send, probe_with_body(scope))
+            await answer_probe(send, probe_with_body(scope), scope["path"])
             return
         task = None
         if self.streams is not None:
