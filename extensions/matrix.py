@@ -266,9 +266,16 @@ def _framework_refusal(answers: dict[str, Any], framework: Any) -> str:
 
 
 def _database_refusal(answers: dict[str, Any], database: Any) -> str:
-    """The database's driver must run on the answered loop and every served one."""
-    asked = [str(answers["loop_policy"]), *loops.names(answers.get("served_loops", ()))]
-    return loops.database_refusal(str(database), tuple(asked)) or ""
+    """The database's driver must run on the answered loop. The served loops it cannot
+    run are left out of what the project serves (served_loops_for), not refused: an
+    update that adds a database keeps the project's served_loops answer."""
+    return loops.database_refusal(str(database), (str(answers["loop_policy"]),)) or ""
+
+
+def served_loops_for(served: Any, database: str) -> list[str]:
+    """The loops a project serves: its served_loops answer, less those its database's
+    driver cannot run."""
+    return list(loops.database_loops(database, loops.names(served)))
 
 
 def database_default_url(database: str) -> str:
@@ -327,10 +334,12 @@ def refusal(context: Context, question: str, value: Any) -> str:
                 raise UserMessageError(reason)
         return short_reason(_loop_refusal(answers, value))
     if question == "database":
-        reason = value_refusal(question, value) or _database_refusal(answers, value)
-        if reason and question in _given_on_command_line(context):
-            raise UserMessageError(reason)
-        return short_reason(reason)
+        given = _given_on_command_line(context).get(question)
+        if given is not None:  # an update replays every answer here: only the given one
+            reason = value_refusal(question, given) or _database_refusal(answers, given)
+            if reason:
+                raise UserMessageError(reason)
+        return short_reason(value_refusal(question, value) or _database_refusal(answers, value))
     if question == "framework":
         reason = _framework_refusal(answers, value)
         if reason and question in _given_on_command_line(context):
@@ -340,10 +349,7 @@ def refusal(context: Context, question: str, value: Any) -> str:
         if question in _given_on_command_line(context):
             return ""  # AnswersCheck refuses it with the whole sentence, before writing
         refused = _served_refusal({**answers, question: value}, question)
-        database = _database_refusal({**answers, question: value},
-                                     answers.get("database", loops.NO_DATABASE))
-        return (prompt_refusal(question, value) or (f"{refused.prompt}." if refused else "")
-                or short_reason(database))
+        return prompt_refusal(question, value) or (f"{refused.prompt}." if refused else "")
     return prompt_refusal(question, value)
 
 
@@ -420,4 +426,5 @@ class MatrixExtension(Extension):
         environment.globals["memory_limit_mib"] = memory_limit_mib
         environment.globals["database_default_url"] = database_default_url
         environment.globals["default_served_loops"] = default_served_loops
+        environment.filters["served_loops_for"] = served_loops_for
         environment.filters["slugify"] = slugify

@@ -464,9 +464,11 @@ class _Served(BaseSettings):
 
 
 def served() -> tuple[tuple[str, ...], tuple[str, ...]]:
-    """The engines and loops this project serves (its answers, .env, the environment)."""
+    """The engines and loops this project serves (its answers, .env, the environment),
+    less the loops its database's driver cannot run."""
     values = _Served(_env_file=env_file())
-    return loops.names(values.served_engines), loops.names(values.served_loops)
+    return (loops.names(values.served_engines),
+            loops.database_loops(DATABASE, loops.names(values.served_loops)))
 
 
 @lru_cache
