@@ -69,7 +69,8 @@ def test_an_update_adds_a_database_that_every_engine_serves(copie, database: str
     assert "WEBSERVER_DATABASE_URL" in (project / ".env.example").read_text()
     # The loops the driver cannot run leave what the project serves, not its answer.
     answers = (project / "app/core/answers.py").read_text()
-    served = "asyncio,uvloop,zuvloop" if database == "postgresql" else "asyncio,uvloop,rloop,zuvloop"
+    served = ("asyncio,uvloop,zuvloop" if database == "postgresql"
+              else "asyncio,uvloop,rloop,zuvloop")
     assert f'"served_loops": "{served}"' in answers, answers
     lint = subprocess.run([RUFF, "check", "--no-cache", "."], cwd=project,
                           capture_output=True, text=True)
