@@ -39,11 +39,9 @@ router = APIRouter(prefix="/shop")
 async def item(item_id: int) -> dict[str, int]:
     return {"item_id": item_id}
 '''
-# The tests the database touches: its own, the probes, the settings and their help, the
-# routes, the layers. `make test-all` runs the quick tests whole on PostgreSQL.
-TOUCHED = ["tests/test_database.py", "tests/test_exposure.py", "tests/test_settings.py",
-           "tests/test_cli_help.py", "tests/test_routing.py", "tests/test_import_graph.py",
-           "tests/test_text.py"]
+# `make test`: the database's own tests and the layers'; `make test-all`: the quick
+# tests whole on PostgreSQL (the probes, the settings and their help, the routes too).
+TOUCHED = ["tests/test_database.py", "tests/test_import_graph.py"]
 
 
 @pytest.mark.parametrize("database", ["postgresql", full_only("sqlite")])
