@@ -176,6 +176,11 @@ def engines(
     typer.echo("Served here: WEBSERVER_SERVED_ENGINES and WEBSERVER_SERVED_LOOPS (the "
                "answers served_engines, served_loops); the measured reasons behind each "
                "refusal: docs/engines.md, \"Evidence\".")
+    from app.core.settings import DATABASE
+
+    for loop, why in loops.DATABASES[DATABASE].refused_loops.items():
+        typer.echo(f"Not served with this project's database ({DATABASE}): {loop}, as "
+                   f"{why} (docs/database.md).")
 
     parsers = Table(title="HTTP parsers (WEBSERVER_HTTP)")
     for column in ("engine", "parser", "HTTP/2", "verdict", "installed"):
