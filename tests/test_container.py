@@ -44,7 +44,8 @@ ANSWER_SETS = {**DEPLOY_ANSWER_SETS, "python-3.12": {"python_version": "3.12"},
 LOCKED = {"defaults"}
 # granian also runs in the defaults' image (switched to with -e WEBSERVER_ENGINE): its
 # own image is built by `make test-all` only.
-FULL_ONLY_SETS = {"granian-first", "python-3.15"}
+# `make test` builds the defaults' image; `make test-all` every set.
+FULL_ONLY_SETS = {"granian-first", "gunicorn-first", "hypercorn-first", "python-3.15"}
 
 
 def instructions(dockerfile: Path) -> list[tuple[str, str]]:

@@ -39,9 +39,10 @@ router = APIRouter(prefix="/shop")
 async def item(item_id: int) -> dict[str, int]:
     return {"item_id": item_id}
 '''
-# `make test`: the database's own tests and the layers'; `make test-all`: the quick
-# tests whole on PostgreSQL (the probes, the settings and their help, the routes too).
-TOUCHED = ["tests/test_database.py", "tests/test_import_graph.py"]
+# `make test`: the database's own tests (the engines' on the default one) and the
+# layers'; `make test-all`: the quick tests whole on PostgreSQL, every engine.
+TOUCHED = ["tests/test_database.py", "tests/test_import_graph.py", "-k",
+           "not every_engine or uvicorn"]
 
 
 @pytest.mark.parametrize("database", ["postgresql", full_only("sqlite")])

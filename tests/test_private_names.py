@@ -40,6 +40,7 @@ DOCUMENTED_BASES = {
     "gunicorn.app.base.BaseApplication",  # gunicorn: "Custom Application"
     "pydantic.BaseModel",
     "pydantic_settings.BaseSettings",
+    "sqlalchemy.orm.DeclarativeBase",  # SQLAlchemy 2: "Declarative Mapping", the base class
     "starlette.exceptions.HTTPException",  # Starlette: "Exceptions"
     "starlette.middleware.base.BaseHTTPMiddleware",  # Starlette: "Middleware"
 }
