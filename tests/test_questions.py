@@ -53,6 +53,7 @@ def choice_values(question: str) -> tuple[str, ...]:
         ("loop_policy", loops.LOOP_POLICIES),
         ("served_engines", loops.ENGINES),
         ("served_loops", tuple(loops.LOOPS)),
+        ("database", tuple(loops.DATABASES)),
     ],
 )
 def test_choices_are_the_matrix(question: str, expected: tuple[str, ...]) -> None:
