@@ -91,6 +91,7 @@ def matrix(pythons: tuple[str, ...] = loops.PYTHON_VERSIONS) -> list[MatrixCell]
 
 def env_example_for(answers: dict[str, object]) -> str:
     """`.env.example`: every setting with its help and default, for these answers."""
+    answers = served_as(answers)
     lines = [
         "# Every setting, with its default (the Copier answers among them). Put only the",
         "# ones you change in .env; command-line flags of `serve` win over both.",
@@ -107,6 +108,7 @@ def settings_markdown(answers: dict[str, object] | None = None) -> str:
     named, not valued."""
     rows = ["| setting | default | what it controls |", "|---|---|---|"]
     every = {"database": "any"}  # the guide names the database's settings too
+    answers = served_as(answers) if answers is not None else None
     for spec in setting_specs.declared(every if answers is None else answers):
         if answers is None and isinstance(spec.default, setting_specs.Answer):
             default = f"the `{spec.default.question}` answer"
@@ -270,6 +272,14 @@ def _database_refusal(answers: dict[str, Any], database: Any) -> str:
     run are left out of what the project serves (served_loops_for), not refused: an
     update that adds a database keeps the project's served_loops answer."""
     return loops.database_refusal(str(database), (str(answers["loop_policy"]),)) or ""
+
+
+def served_as(answers: dict[str, object]) -> dict[str, object]:
+    """The answers with served_loops as the project serves them (served_loops_for)."""
+    if "served_loops" not in answers:
+        return answers
+    database = str(answers.get("database", loops.NO_DATABASE))
+    return {**answers, "served_loops": served_loops_for(answers["served_loops"], database)}
 
 
 def served_loops_for(served: Any, database: str) -> list[str]:

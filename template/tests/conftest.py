@@ -48,13 +48,18 @@ os.environ[_allowed.env] = f"{_allowed.default},{TEST_CLIENT_HOST}"
 # The streams, slow answers, bodies and WebSockets the promises are tested with.
 os.environ[BY_NAME["examples"].env] = "true"
 # With a database, the servers start without waiting for one (tests/test_database.py
-# gives them one), and a SQLite project's tests write a file of their own, not yours.
+# gives them one), on a database of their own: a SQLite file, or for PostgreSQL none.
 if BY_NAME["database_startup_timeout"] in SETTINGS:
     os.environ[BY_NAME["database_startup_timeout"].env] = "0"
     if ANSWERS["database"] == "sqlite":
         _scratch = tempfile.mkdtemp(prefix="tests-db-")
         atexit.register(shutil.rmtree, _scratch, ignore_errors=True)
         os.environ[BY_NAME["database_url"].env] = f"sqlite+aiosqlite:///{_scratch}/app.db"
+    else:  # a port nothing listens on: not a PostgreSQL of yours
+        from tests.server_process import free_port
+
+        os.environ[BY_NAME["database_url"].env] = (
+            f"postgresql+asyncpg://app@127.0.0.1:{free_port()}/app")
 
 
 DEMO_ROUTES_GONE = ("the app no longer serves the template's demo routes (/demo/...), which "

@@ -7,15 +7,14 @@ from __future__ import annotations
 import pytest
 
 from app.core import loops
-from app.core.answers import ANSWERS
-from app.core.settings import served
+from app.core.settings import DATABASE, served
 
 _engines, LOOPS = served()
 PAIRS = loops.served_pairs(_engines, LOOPS, loops.python_version())
 ENGINES = tuple(dict.fromkeys(engine for engine, _ in PAIRS))  # those with a served loop
 # /readyz from the servers the tests boot: with PostgreSQL, they have none to reach (a
 # SQLite project's get a file of their own, tests/conftest.py).
-READY = ((503, "database not answering") if ANSWERS.get("database") == "postgresql"
+READY = ((503, "database not answering") if DATABASE == "postgresql"
          else (200, "ok"))
 
 

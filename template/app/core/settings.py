@@ -41,11 +41,11 @@ ENV_FILE = ".env"
 # Names another file of local overrides, or none when empty: the project's tests empty
 # it, so a developer's `.env` never reaches them (tests/conftest.py).
 ENV_FILE_VARIABLE = f"{ENV_PREFIX}ENV_FILE"
-# Names a template release renamed (`copier update` renames them inside .env; a name
-# set anywhere else, such as a container's environment, is refused with its new name).
 # This project's settings (the database's only with a database), and its database.
 SETTINGS = declared(ANSWERS)
 DATABASE = str(ANSWERS.get("database", loops.NO_DATABASE))
+# Names a template release renamed (`copier update` renames them inside .env; a name
+# set anywhere else, such as a container's environment, is refused with its new name).
 RENAMED_SETTINGS = {
     "WEBSERVER_FORWARDED_ALLOW_IPS": ("WEBSERVER_TRUSTED_PROXIES", "0.2.0"),
 }
@@ -93,13 +93,16 @@ class Settings(_Declared):  # type: ignore[misc, valid-type]
     def _database_serves(self) -> Settings:
         if DATABASE == loops.NO_DATABASE:
             return self
+        from app.core.database import url_refusal  # not at the top: it imports SQLAlchemy
+
         scheme = loops.DATABASES[DATABASE].scheme
         if not self.database_url.startswith(f"{scheme}://"):
             # Not the URL itself: it may hold a password.
             raise ValueError(
                 f"{ENV_PREFIX}DATABASE_URL must start {scheme}:// (this project's database "
                 f"is {DATABASE}, through {loops.DATABASES[DATABASE].driver}); docs/database.md.")
-        reason = loops.database_refusal(DATABASE, (self.resolved_loop,))
+        reason = url_refusal(self.database_url) or loops.database_refusal(
+            DATABASE, (self.resolved_loop,))
         if reason:
             raise ValueError(reason)
         return self
