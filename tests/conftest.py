@@ -74,6 +74,7 @@ def pytest_configure(config: pytest.Config) -> None:
 # whichever worker is free, so the workers end together instead of one waiting out a
 # long test started last. Then the rest, module by module.
 LONGEST_FIRST = ("[restarts-sighup]", "test_make_test_passes_with_the_users_app",
+                 "test_an_update_adds_a_database_that_every_engine_serves[postgresql]",
                  "test_a_notslowapi_project_passes_its_own_tests",
                  "[restarts-rest]", "[drain-reload]", "-uvicorn-auto]",
                  "test_bench_drivers", "granian_on_the_newest_python",

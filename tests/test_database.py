@@ -40,9 +40,14 @@ async def item(item_id: int) -> dict[str, int]:
     return {"item_id": item_id}
 '''
 # `make test`: the database's own tests (the engines' on the default one) and the
-# layers'; `make test-all`: the quick tests whole on PostgreSQL, every engine.
+# layers'; `make test-all`, every engine, and on PostgreSQL the tests of what the
+# database changes: the boots, the probes, the settings and their help, the routes,
+# the served loops and the text.
 TOUCHED = ["tests/test_database.py", "tests/test_import_graph.py"]
 ON_ONE_ENGINE = ["-k", "not every_engine or uvicorn"]
+CHANGED = [*TOUCHED, "tests/test_boot.py", "tests/test_exposure.py", "tests/test_settings.py",
+           "tests/test_cli_help.py", "tests/test_routing.py", "tests/test_loops.py",
+           "tests/test_text.py"]
 
 
 @pytest.mark.parametrize("database", ["postgresql", full_only("sqlite")])
@@ -76,7 +81,7 @@ def test_an_update_adds_a_database_that_every_engine_serves(copie, database: str
     assert lint.returncode == 0, lint.stdout
 
     interpreter, python = environment_for(DEFAULT_PYTHON, project / "pyproject.toml")
-    selection = (([] if database == "postgresql" else TOUCHED) if FULL_MATRIX
+    selection = ((CHANGED if database == "postgresql" else TOUCHED) if FULL_MATRIX
                  else [*TOUCHED, *ON_ONE_ENGINE])
     tests = subprocess.run(
         interpreter.command([str(python), "-m", "pytest", "-q", "-rs", "-p", "no:cacheprovider",
