@@ -93,8 +93,6 @@ class Settings(_Declared):  # type: ignore[misc, valid-type]
     def _database_serves(self) -> Settings:
         if DATABASE == loops.NO_DATABASE:
             return self
-        from app.core.database import url_refusal  # not at the top: it imports SQLAlchemy
-
         scheme = loops.DATABASES[DATABASE].scheme
         if not self.database_url.startswith(f"{scheme}://"):
             # Not the URL itself: it may hold a password.
@@ -196,6 +194,23 @@ class Settings(_Declared):  # type: ignore[misc, valid-type]
     @property
     def resolved_http(self) -> str:
         return loops.resolve_http(self.engine, self.http)
+
+
+def url_refusal(database_url: str) -> str | None:
+    """Why a database URL cannot serve the workers (one sentence, never the URL), or None."""
+    from sqlalchemy.engine import make_url  # here: only a project with a database has it
+
+    try:
+        address = make_url(database_url)
+    except ValueError:
+        return (f"{ENV_PREFIX}DATABASE_URL is not a URL SQLAlchemy reads: write it as "
+                "postgresql+asyncpg://user:password@host:port/name or "
+                "sqlite+aiosqlite:///path (docs/database.md).")
+    if address.get_backend_name() == "sqlite" and address.database in (None, "", ":memory:"):
+        return (f"{ENV_PREFIX}DATABASE_URL names an in-memory SQLite database, which each "
+                "connection of each worker would see empty: give a file "
+                "(sqlite+aiosqlite:///data/app.db).")
+    return None
 
 
 PATH_PREFIX = re.compile(r"(/[A-Za-z0-9._~-]+)+")
