@@ -160,6 +160,18 @@ def git(project: Path, *args: str) -> subprocess.CompletedProcess[str]:
                            *args], cwd=project, check=True, capture_output=True, text=True)
 
 
+def project_with_router(copie, router: str) -> Path:
+    """A default render with `router` as app/routes/shop.py, committed as a user would."""
+    result = copie.copy(extra_answers={})
+    assert result.exit_code == 0, result.exception
+    project = result.project_dir
+    (project / "app/routes/shop.py").write_text(router)
+    git(project, "init", "-q")
+    git(project, "add", "-A")
+    git(project, "commit", "-qm", "A project with a router of mine")
+    return project
+
+
 def update(project: Path, **answers: str) -> subprocess.CompletedProcess[str]:
     """`copier update` to the working tree with `--data` for each answer."""
     data = [part for name, value in answers.items() for part in ("--data", f"{name}={value}")]

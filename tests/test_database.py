@@ -19,7 +19,7 @@ from tests.conftest import (
     FULL_MATRIX,
     environment_for,
     full_only,
-    git,
+    project_with_router,
     update,
 )
 
@@ -56,13 +56,7 @@ def test_an_update_adds_a_database_that_every_engine_serves(copie, database: str
         if os.environ.get("REQUIRE_POSTGRESQL"):
             pytest.fail("no PostgreSQL server here (REQUIRE_POSTGRESQL is set)")
         pytest.skip("no PostgreSQL server here: apt-get install postgresql")
-    result = copie.copy(extra_answers={})
-    assert result.exit_code == 0, result.exception
-    project = result.project_dir
-    (project / "app/routes/shop.py").write_text(USER_ROUTER)
-    git(project, "init", "-q")
-    git(project, "add", "-A")
-    git(project, "commit", "-qm", "A project with a router of mine")
+    project = project_with_router(copie, USER_ROUTER)
 
     added = update(project, database=database)
     assert added.returncode == 0, added.stdout + added.stderr

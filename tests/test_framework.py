@@ -16,6 +16,7 @@ from tests.conftest import (
     NEWEST_PYTHON,
     environment_for,
     git,
+    project_with_router,
     server_process,
     update,
 )
@@ -72,13 +73,7 @@ def test_a_notslowapi_project_passes_its_own_tests(copie) -> None:
 
 
 def test_update_moves_a_users_imports_to_notslowapi_and_back(copie) -> None:
-    result = copie.copy(extra_answers={})
-    assert result.exit_code == 0, result.exception
-    project = result.project_dir
-    (project / "app/routes/shop.py").write_text(USER_ROUTER)
-    git(project, "init", "-q")
-    git(project, "add", "-A")
-    git(project, "commit", "-qm", "A project with a router of mine")
+    project = project_with_router(copie, USER_ROUTER)
 
     moved = update(project, framework="notslowapi")
     report = moved.stdout + moved.stderr
@@ -102,14 +97,7 @@ def test_update_moves_a_users_imports_to_notslowapi_and_back(copie) -> None:
 
 
 def test_update_stops_with_nothing_written_on_an_import_it_cannot_move(copie) -> None:
-    result = copie.copy(extra_answers={})
-    assert result.exit_code == 0, result.exception
-    project = result.project_dir
-    (project / "app/routes/shop.py").write_text(
-        "import fastapi\n\nrouter = fastapi.APIRouter()\n")
-    git(project, "init", "-q")
-    git(project, "add", "-A")
-    git(project, "commit", "-qm", "A project with a router of mine")
+    project = project_with_router(copie, "import fastapi\n\nrouter = fastapi.APIRouter()\n")
     stopped = update(project, framework="notslowapi")
     assert stopped.returncode != 0
     assert ("app/routes/shop.py line 1 imports fastapi as a module, which this update "
