@@ -200,6 +200,18 @@ def children(pid: int) -> list[int]:
     return found
 
 
+def worker_pids(server: Server, tries: int = 40, workers: int = 1) -> set[int]:
+    """The pids answering `tries` requests, and more until `workers` have answered (up
+    to ten times as many: workers sharing one listener take turns unevenly)."""
+    pids: set[int] = set()
+    for attempt in range(tries * 10):
+        if attempt >= tries and len(pids) >= workers:
+            break
+        answer = httpx.get(f"{server.url}/health/detailed", headers={"Connection": "close"})
+        pids.add(answer.json()["pid"])
+    return pids
+
+
 def running(pid: int) -> bool:
     """Neither gone nor a zombie waiting for its parent to reap it."""
     try:

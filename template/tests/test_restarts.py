@@ -42,6 +42,7 @@ from tests.server_process import (
     running,
     running_server,
     wait_until,
+    worker_pids,
 )
 
 pytestmark = pytest.mark.slow
@@ -135,18 +136,6 @@ async def version() -> dict[str, str]:
 def served_version(server: Server) -> str:
     answer = httpx.get(f"{server.url}/health/version", timeout=5)
     return answer.json()["version"] if answer.status_code == 200 else str(answer.status_code)
-
-
-def worker_pids(server: Server, tries: int = 40, workers: int = 1) -> set[int]:
-    """The pids answering `tries` requests, and more until `workers` have answered (up
-    to ten times as many: workers sharing one listener take turns unevenly)."""
-    pids: set[int] = set()
-    for attempt in range(tries * 10):
-        if attempt >= tries and len(pids) >= workers:
-            break
-        answer = httpx.get(f"{server.url}/health/detailed", headers={"Connection": "close"})
-        pids.add(answer.json()["pid"])
-    return pids
 
 
 @pytest.fixture(autouse=True)
