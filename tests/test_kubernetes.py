@@ -145,3 +145,49 @@ def test_the_prometheus_operator_manifests_scrape_the_metrics_port(copie) -> Non
     # Not selected by the app's Service: the metrics stay off the public path.
     app_service = manifests(project)["Service"]
     assert "metrics" not in {p["name"] for p in app_service["spec"]["ports"]}
+
+
+@pytest.mark.parametrize("database", ["postgresql", "sqlite"])
+def test_a_database_reaches_the_pods_and_its_migrations_run_once(copie, database: str) -> None:
+    """PostgreSQL: the URL from a Secret, the migrations a Job run before the rollout.
+    SQLite: one pod on a volume, replaced rather than doubled, migrated by an init
+    container. Both valid and within Pod Security "restricted"."""
+    _, project = rendered(copie, {"database": database})
+    slug = yaml.safe_load((project / "deploy/kubernetes/service.yaml").read_text())[
+        "metadata"]["name"]
+    files = sorted(str(p) for p in (project / "deploy/kubernetes").rglob("*.yaml")
+                   if "prometheus-operator" not in p.parts)
+    check = subprocess.run([VALIDATE, "-k", KUBERNETES_VERSION, "--strict", *files],
+                           capture_output=True, text=True)
+    assert check.returncode == 0, check.stdout + check.stderr
+    docs = manifests(project)
+    deployment = docs["Deployment"]
+    pod = deployment["spec"]["template"]["spec"]
+    (container,) = pod["containers"]
+    assert restricted_violations(pod) == []
+    if database == "postgresql":
+        secret = {"secretKeyRef": {"name": f"{slug}-database", "key": "url"}}
+        assert container["env"] == [{"name": "WEBSERVER_DATABASE_URL", "valueFrom": secret}]
+        job = yaml.safe_load((project / "deploy/kubernetes/migrate/job.yaml").read_text())
+        job_pod = job["spec"]["template"]["spec"]
+        (migrate,) = job_pod["containers"]
+        assert migrate["command"] == ["alembic", "upgrade", "head"]
+        assert migrate["image"] == container["image"] and migrate["env"] == container["env"]
+        assert job_pod["restartPolicy"] == "Never" and restricted_violations(job_pod) == []
+        assert {"HorizontalPodAutoscaler", "PodDisruptionBudget"} <= set(docs)
+    else:
+        assert deployment["spec"]["replicas"] == 1
+        assert deployment["spec"]["strategy"] == {"type": "Recreate"}
+        assert not {"HorizontalPodAutoscaler", "PodDisruptionBudget"} & set(docs)
+        claim = docs["PersistentVolumeClaim"]["metadata"]["name"]
+        volumes = {volume["name"]: volume for volume in pod["volumes"]}
+        assert volumes["data"]["persistentVolumeClaim"]["claimName"] == claim
+        (migrate,) = pod["initContainers"]
+        assert migrate["command"] == ["alembic", "upgrade", "head"]
+        assert migrate["image"] == container["image"]
+        # Where the default URL (data/app.db, from the image's /srv) puts the file.
+        data = {"name": "data", "mountPath": "/srv/data"}
+        assert data in migrate["volumeMounts"] and data in container["volumeMounts"]
+        assert pod["securityContext"]["fsGroup"] == pod["securityContext"]["runAsGroup"]
+        assert "env" not in container
+    assert not (project / "deploy/kubernetes/migrate").exists() or database == "postgresql"

@@ -71,8 +71,10 @@ def root_with(unit: Path, executables: list[str], tmp_path: Path) -> Path:
 
 
 @needs_systemd_analyze
-def test_the_unit_verifies_and_stops_within_the_kubernetes_grace(copie, tmp_path: Path) -> None:
-    _, project = rendered(copie, {})
+@pytest.mark.parametrize("database", ["none", "sqlite", "postgresql"])
+def test_the_unit_verifies_and_stops_within_the_kubernetes_grace(copie, tmp_path: Path,
+                                                                 database: str) -> None:
+    _, project = rendered(copie, {"database": database})
     pyproject = tomllib.loads((project / "pyproject.toml").read_text())["project"]
     slug = pyproject["name"]
     unit = unit_path(project)
@@ -98,10 +100,17 @@ def test_the_unit_verifies_and_stops_within_the_kubernetes_grace(copie, tmp_path
     assert service["ExecReload"] == ["/bin/kill -HUP $MAINPID"]
     assert service["Restart"] == ["on-failure"]
     assert service["MemoryDenyWriteExecute"] == ["yes"]
+    # A database's migrations before each start; SQLite's file where the service may write.
+    migrate = [f"{home}/.venv/bin/alembic upgrade head"] if database != "none" else []
+    assert service.get("ExecStartPre", []) == migrate
+    if database == "sqlite":
+        assert service["StateDirectory"] == [slug]
+        assert (f"WEBSERVER_DATABASE_URL=sqlite+aiosqlite:////var/lib/{slug}/app.db"
+                in service["Environment"])
 
     # verify checks that the commands exist: in a root holding them, not on this host.
-    executables = [value.split()[0] for key in ("ExecStart", "ExecReload")
-                   for value in service[key]]
+    executables = [value.split()[0] for key in ("ExecStart", "ExecReload", "ExecStartPre")
+                   for value in service.get(key, [])]
     root = root_with(unit, executables, tmp_path)
     installed = root / "etc/systemd/system" / unit.name
     check = subprocess.run([SYSTEMD_ANALYZE, "verify", f"--root={root}", "--man=no",

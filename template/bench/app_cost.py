@@ -7,9 +7,10 @@ change; on typical FastAPI routes the app's own share dominates.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import statistics
 import time
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 from bench.route import Route
@@ -70,19 +71,40 @@ async def cpu_per_request(app: Callable[..., Any], route: Route, batches: int) -
     return (time.process_time() - cpu_start) / (batches * CONCURRENCY) * 1e6
 
 
+@contextlib.asynccontextmanager
+async def lifespan(app: Callable[..., Any]) -> AsyncIterator[None]:
+    """The app's lifespan around the calls, as a server runs it (a database's pool is
+    opened in it): its startup before the first call, its shutdown after the last."""
+    to_app: asyncio.Queue[dict[str, Any]] = asyncio.Queue()
+    from_app: asyncio.Queue[dict[str, Any]] = asyncio.Queue()
+    running = asyncio.create_task(app({"type": "lifespan", "asgi": {"version": "3.0"},
+                                       "state": {}}, to_app.get, from_app.put))
+    await to_app.put({"type": "lifespan.startup"})
+    started = await from_app.get()
+    if started["type"] != "lifespan.startup.complete":
+        raise ValueError(f"the app's lifespan did not start: {started.get('message', '')}")
+    try:
+        yield
+    finally:
+        await to_app.put({"type": "lifespan.shutdown"})
+        await from_app.get()
+        await running
+
+
 def app_cpu_us_per_request(route: Route, seconds: float = 1.0) -> float:
     """CPU microseconds one request costs the app itself (middleware included): the
-    median of short slices over `seconds`."""
+    median of short slices over `seconds`, inside the app's lifespan."""
     from app.main import create_app
 
     app = create_app()
 
     async def run() -> float:
-        await warm_up(app, route)
-        costs: list[float] = []
-        wall_end = time.perf_counter() + seconds
-        while not costs or time.perf_counter() < wall_end:
-            costs.append(await cpu_per_request(app, route, SLICE_BATCHES))
+        async with lifespan(app):
+            await warm_up(app, route)
+            costs: list[float] = []
+            wall_end = time.perf_counter() + seconds
+            while not costs or time.perf_counter() < wall_end:
+                costs.append(await cpu_per_request(app, route, SLICE_BATCHES))
         return statistics.median(costs)
 
     return asyncio.run(run())
