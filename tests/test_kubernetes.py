@@ -173,6 +173,8 @@ def test_a_database_reaches_the_pods_and_its_migrations_run_once(copie, database
         (migrate,) = job_pod["containers"]
         assert migrate["command"] == ["alembic", "upgrade", "head"]
         assert migrate["image"] == container["image"] and migrate["env"] == container["env"]
+        assert [ref["configMapRef"]["name"] for ref in migrate["envFrom"]] == [
+            ref["configMapRef"]["name"] for ref in container["envFrom"]]
         assert job_pod["restartPolicy"] == "Never" and restricted_violations(job_pod) == []
         assert {"HorizontalPodAutoscaler", "PodDisruptionBudget"} <= set(docs)
     else:
@@ -185,6 +187,8 @@ def test_a_database_reaches_the_pods_and_its_migrations_run_once(copie, database
         (migrate,) = pod["initContainers"]
         assert migrate["command"] == ["alembic", "upgrade", "head"]
         assert migrate["image"] == container["image"]
+        assert migrate["envFrom"] == container["envFrom"]  # the settings the app reads
+        assert {"name": "tmp", "mountPath": "/tmp"} in migrate["volumeMounts"]
         # Where the default URL (data/app.db, from the image's /srv) puts the file.
         data = {"name": "data", "mountPath": "/srv/data"}
         assert data in migrate["volumeMounts"] and data in container["volumeMounts"]
