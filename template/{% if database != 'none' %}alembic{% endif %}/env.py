@@ -1,5 +1,6 @@
 """Alembic's environment: the URL from the project's settings, the tables from
-app/db/models.py, the migrations run through SQLAlchemy's asyncio engine."""
+app/db/models.py, the migrations run through SQLAlchemy's asyncio engine once the
+database answers (WEBSERVER_DATABASE_STARTUP_TIMEOUT, as `serve` waits)."""
 
 from __future__ import annotations
 
@@ -11,7 +12,8 @@ from sqlalchemy.engine import Connection
 from sqlalchemy.ext.asyncio import create_async_engine
 from sqlalchemy.pool import NullPool
 
-from app.core.database import prepare, url
+from app.core.database import prepare, shown, startup_problem, url
+from app.core.settings import get_settings
 from app.db.models import Base
 
 if context.config.config_file_name is not None:
@@ -43,4 +45,12 @@ if context.is_offline_mode():  # `alembic upgrade head --sql`: the SQL, not run
     with context.begin_transaction():
         context.run_migrations()
 else:
-    asyncio.run(migrate_online())
+    # One sentence, not a traceback, when the database cannot be reached.
+    problem = startup_problem(get_settings(), workers=False)
+    if problem:
+        raise SystemExit(f"Cannot migrate: {problem}")
+    try:
+        asyncio.run(migrate_online())
+    except (OSError, TimeoutError) as error:  # unreachable; its SQL's errors stay as they are
+        raise SystemExit(f"Cannot migrate: the database at {shown(url())} did not answer "
+                         f"({type(error).__name__}: {error}).") from None
