@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import json
 import os
+import resource
 import signal
 import subprocess
 import sys
@@ -67,6 +68,30 @@ def pytest_configure(config: pytest.Config) -> None:
     # Once, in the controller, before xdist workers collect the update test's tags.
     if not hasattr(config, "workerinput"):
         releases.ensure_tags(TEMPLATE_ROOT)
+
+
+# CPU_REPORT=FILE: each test's CPU seconds (its worker's, and the processes it started
+# and waited for) appended to FILE; docs/suite.md sums them by capability. On two cores
+# the run's length follows its CPU, not its tests' wall clocks.
+CPU_REPORT = os.environ.get("CPU_REPORT")
+
+
+def cpu_seconds() -> float:
+    own, children = (resource.getrusage(who)
+                     for who in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN))
+    return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> object:
+    if not CPU_REPORT:
+        return (yield)
+    before = cpu_seconds()
+    try:
+        return (yield)
+    finally:
+        with open(CPU_REPORT, "a") as report:
+            report.write(f"{cpu_seconds() - before:.1f} {item.nodeid}\n")
 
 
 # The tests that take minutes, longest first (docs/suite.md has their times): pyproject's

@@ -46,26 +46,20 @@ router = APIRouter(prefix="/shop")
 async def item(item_id: int) -> dict[str, int]:
     return {"item_id": item_id}
 '''
-# `make test`: the database's own tests (the engines' on the default one) and the
-# layers'; `make test-all`, every engine, and on PostgreSQL the tests of what the
-# database changes: the boots, the probes, the settings and their help, the routes,
-# the served loops and the text.
+# The database's own tests and the layers', on one engine in `make test`. In `make
+# test-all`, PostgreSQL's on every engine, and the loops it serves (it cannot serve
+# rloop); what any database changes in the rest (boots, probes, settings and their
+# help, routes, text) runs in the notslowapi project on the newest Python, with SQLite
+# (test_framework.py), whose quick tests run whole anyway.
 TOUCHED = ["tests/test_database.py", "tests/test_import_graph.py"]
-ON_ONE_ENGINE = ["-k", "not every_engine or uvicorn"]
-# SQLite in the full matrix: a reload and a stop under load on the default engine only
-# (on PostgreSQL every engine's, with its connections counted).
-RELOADS_ON_ONE = ["-k", "not reloads or uvicorn"]
-CHANGED = [*TOUCHED, "tests/test_boot.py", "tests/test_exposure.py", "tests/test_settings.py",
-           "tests/test_cli_help.py", "tests/test_routing.py", "tests/test_loops.py",
-           "tests/test_text.py"]
+ON_ONE_ENGINE = [*TOUCHED, "-k", "not every_engine or uvicorn"]
+POSTGRESQL_FULL = [*TOUCHED, "tests/test_loops.py"]
 
 
 @pytest.mark.parametrize("database", ["postgresql", full_only("sqlite")])
-def test_an_update_adds_a_database_that_every_engine_serves(copie, database: str) -> None:
-    if database == "postgresql" and not postgresql_here():
-        if os.environ.get("REQUIRE_POSTGRESQL"):
-            pytest.fail("no PostgreSQL server here (REQUIRE_POSTGRESQL is set)")
-        pytest.skip("no PostgreSQL server here: apt-get install postgresql")
+def test_an_update_adds_a_database_that_the_project_serves(copie, database: str) -> None:
+    if database == "postgresql":
+        require_postgresql()
     project = project_with_router(copie, USER_ROUTER)
 
     added = update(project, database=database)
@@ -85,16 +79,27 @@ def test_an_update_adds_a_database_that_every_engine_serves(copie, database: str
     assert lint.returncode == 0, lint.stdout
 
     interpreter, python = environment_for(DEFAULT_PYTHON, project / "pyproject.toml")
-    selection = ((CHANGED if database == "postgresql" else [*TOUCHED, *RELOADS_ON_ONE])
-                 if FULL_MATRIX else [*TOUCHED, *ON_ONE_ENGINE])
     tests = subprocess.run(
         interpreter.command([str(python), "-m", "pytest", "-q", "-rs", "-p", "no:cacheprovider",
-                             *selection], project),
+                             *(POSTGRESQL_FULL if FULL_MATRIX and database == "postgresql"
+                               else ON_ONE_ENGINE)], project),
         cwd=project, capture_output=True, text=True, timeout=600)
     assert tests.returncode == 0, tests.stdout[-4000:] + tests.stderr[-2000:]
-    skipped = [line for line in tests.stdout.splitlines()
+    assert_database_tests_ran(tests.stdout)
+
+
+def require_postgresql() -> None:
+    if not postgresql_here():
+        if os.environ.get("REQUIRE_POSTGRESQL"):
+            pytest.fail("no PostgreSQL server here (REQUIRE_POSTGRESQL is set)")
+        pytest.skip("no PostgreSQL server here: apt-get install postgresql")
+
+
+def assert_database_tests_ran(output: str) -> None:
+    """The project's pytest output (-rs): passed, and none of its database tests skipped."""
+    skipped = [line for line in output.splitlines()
                if line.startswith("SKIPPED") and "test_database.py" in line]
-    assert " passed" in tests.stdout and not skipped, skipped or tests.stdout[-2000:]
+    assert " passed" in output and not skipped, skipped or output[-2000:]
 
 
 @pytest.mark.parametrize(("answers", "said"), [

@@ -20,15 +20,18 @@ from tests.conftest import (
     server_process,
     update,
 )
+from tests.test_database import assert_database_tests_ran
 
 RUFF = str(Path(sys.executable).with_name("ruff"))
 NOTSLOWAPI = {"framework": "notslowapi"}
 # `make test` runs the project's framework tests on the default Python; `make test-all`
-# the quick tests whole on the newest, which notslowapi's own CI does not run. Every
-# engine serves a notslowapi project on every Python in test_combinations (the asyncio
-# cells).
-SELECTION = ([], NEWEST_PYTHON) if FULL_MATRIX else (["tests/test_framework.py"],
-                                                    DEFAULT_PYTHON)
+# the quick tests whole on the newest, which notslowapi's own CI does not run, in a
+# project with SQLite: its database tests on every engine, and what a database changes
+# in the rest (PostgreSQL's server cannot run in the newest Python's root: its own are
+# in test_database.py). Every engine serves a notslowapi project on every Python in
+# test_combinations (the asyncio cells).
+SELECTION = (([], {"python_version": NEWEST_PYTHON, "database": "sqlite"})
+             if FULL_MATRIX else (["tests/test_framework.py"], {}))
 USER_ROUTER = '''from fastapi import APIRouter, HTTPException
 from starlette.responses import PlainTextResponse
 
@@ -59,8 +62,9 @@ def run_own_tests(project: Path, python_version: str, selection: list[str]) -> s
 
 
 def test_a_notslowapi_project_passes_its_own_tests(copie) -> None:
-    selection, python_version = SELECTION
-    result = copie.copy(extra_answers={**NOTSLOWAPI, "python_version": python_version})
+    selection, answers = SELECTION
+    python_version = str(answers.get("python_version", DEFAULT_PYTHON))
+    result = copie.copy(extra_answers={**NOTSLOWAPI, **answers})
     assert result.exit_code == 0, result.exception
     project = result.project_dir
     lint = subprocess.run([RUFF, "check", "--no-cache", "."], cwd=project,
@@ -68,8 +72,10 @@ def test_a_notslowapi_project_passes_its_own_tests(copie) -> None:
     assert lint.returncode == 0, lint.stdout
     pyproject = (project / "pyproject.toml").read_text()
     assert '"notslowapi>=' in pyproject and '"fastapi' not in pyproject
-    out = run_own_tests(project, python_version, selection)
+    out = run_own_tests(project, python_version, ["-rs", *selection])
     assert " passed" in out and " failed" not in out, out[-2000:]
+    if "database" in answers:
+        assert_database_tests_ran(out)
 
 
 def test_update_moves_a_users_imports_to_notslowapi_and_back(copie) -> None:

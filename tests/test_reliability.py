@@ -72,11 +72,14 @@ def test_slow_tests(render_once, part: str) -> None:
     run_marked(render_once, DEFAULT_PYTHON, "slow and not long", *SLOW_PARTS[part])
 
 
-# granian's rows on the newest Python, where its workers are spawned: the restarts
-# (most of the time) apart from the rest.
+# granian's rows on the newest Python, where its workers are spawned: every part where
+# how a worker starts can show (a request's limits cannot; a spawned worker's memory
+# can), the restarts (most of the time) apart from the rest.
+PER_REQUEST = ("limits",)
 NEWEST_PARTS = {"restarts": ["tests/test_restarts.py"],
                 "the-rest": [path for part, paths in SLOW_PARTS.items()
-                             if not part.startswith("restarts") for path in paths]}
+                             if not part.startswith("restarts") and part not in PER_REQUEST
+                             for path in paths]}
 
 
 @only_in_full_matrix

@@ -46,7 +46,9 @@ from tests.server_process import (
 )
 
 pytestmark = pytest.mark.slow
-STOP_WITHIN = 3.0  # seconds, with the default grace period (30 s)
+# Well under the default grace period (30 s), which a stop held by its streams would take;
+# with a margin for a loaded machine (docs/suite.md).
+STOP_WITHIN = 10.0
 
 
 def first_event_then_rest(server: Server, path: str, seen: list[str],
