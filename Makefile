@@ -12,7 +12,7 @@ DEMO_DIR ?= demo
 $(DEV): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(VENV)/bin/pip install --quiet --disable-pip-version-check uv
-	$(VENV)/bin/uv pip install --quiet --python $(VENV)/bin/python \
+	$(VENV)/bin/uv pip install --quiet --compile-bytecode --python $(VENV)/bin/python \
 		-r pyproject.toml --group pyproject.toml:dev
 	@touch $@
 

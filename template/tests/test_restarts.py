@@ -46,8 +46,8 @@ from tests.server_process import (
 )
 
 pytestmark = pytest.mark.slow
-# Well under the default grace period (30 s), which a stop held by its streams would take;
-# with a margin for a loaded machine (docs/suite.md).
+# Well under the default grace period (30 s), which a stop held by its streams would take,
+# with a margin for a loaded machine.
 STOP_WITHIN = 10.0
 
 
