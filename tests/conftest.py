@@ -98,11 +98,11 @@ def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> 
 # `--dist load --maxschedchunk 1` hands them out in this order, one at a time, to
 # whichever worker is free, so the workers end together instead of one waiting out a
 # long test started last. Then the rest, module by module.
-LONGEST_FIRST = ("[restarts-sighup]", "test_make_test_passes_with_the_users_app",
-                 "test_an_update_adds_a_database_that_every_engine_serves[postgresql]",
-                 "test_a_notslowapi_project_passes_its_own_tests",
-                 "[restarts-rest]", "[drain-reload]", "-uvicorn-auto]",
-                 "test_bench_drivers", "granian_on_the_newest_python",
+LONGEST_FIRST = ("test_a_notslowapi_project_passes_its_own_tests", "[restarts-sighup]",
+                 "test_make_test_passes_with_the_users_app", "test_bench_drivers",
+                 "test_an_update_adds_a_database_that_the_project_serves[postgresql]",
+                 "[drain-reload]", "[restarts-rest]", "granian_on_the_newest_python",
+                 "-uvicorn-auto]",
                  "test_a_project_serving_less", "[settings]", "[observability]",
                  "test_worker_lifetime", "test_the_readme_quick_start", "[limits]")
 SLOWEST_MODULES = ["test_reliability.py", "test_user_app.py", "test_first_hour.py",
