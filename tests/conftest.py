@@ -25,6 +25,10 @@ TEMPLATE_PYTHONS = os.environ.get("TEMPLATE_PYTHONS", "").split()
 # and so would every server it starts: a Ctrl-C test would then wait on a server that
 # ignores it. The servers get SIGINT as a terminal gives it.
 signal.signal(signal.SIGINT, signal.default_int_handler)
+# A machine may forbid writing bytecode (PYTHONDONTWRITEBYTECODE): then each of the run's
+# thousands of servers and nested pytest runs would compile (and assert-rewrite) the
+# rendered project's modules anew. Its processes write it into the throwaway projects.
+os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
 
 FULL_MATRIX = os.environ.get("FULL_MATRIX") == "1"
 FULL_ONLY = "full matrix only: make test-all (FULL_MATRIX=1) runs it"

@@ -128,7 +128,8 @@ def git(project: Path, *args: str) -> None:
 
 def files(root: Path) -> dict[str, str]:
     return {str(p.relative_to(root)): p.read_text(errors="replace")
-            for p in sorted(root.rglob("*")) if p.is_file() and ".git" not in p.parts}
+            for p in sorted(root.rglob("*"))
+            if p.is_file() and not {".git", "__pycache__"} & set(p.parts)}
 
 
 def release_version(source: str) -> Version:
