@@ -29,11 +29,10 @@ from tests.conftest import (
 RUFF = str(Path(sys.executable).with_name("ruff"))
 ALLOWED = [cell for cell in matrix() if cell.allowed]
 # Every cell renders, lints and boots its answers (no flags: the engine and loop are the
-# answers). `make test` boots every engine x loop pair on the default Python (and the
-# pairs only a newer Python has), and every engine with the policy `auto` on every
-# Python; `make test-all`, every cell.
+# answers). `make test`, the default Python's tier, boots every engine x loop pair on
+# it (and the pairs only another Python has); `make test-all`, every cell.
 BOOTED = [cell for cell in ALLOWED
-          if FULL_MATRIX or cell.python == DEFAULT_PYTHON or cell.loop == loops.AUTO
+          if FULL_MATRIX or cell.python == DEFAULT_PYTHON
           or not any(other.loop == cell.loop and other.python == DEFAULT_PYTHON
                      for other in ALLOWED)]
 # The cells on asyncio, which every engine takes on every Python, are notslowapi
