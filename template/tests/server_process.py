@@ -140,15 +140,17 @@ def trusting(ca_file: str) -> ssl.SSLContext:
 def wait_until_serving(server: Server, timeout: float,
                        verify: ssl.SSLContext | bool = True) -> None:
     deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if server.process.poll() is not None:
-            raise BootError(f"server exited with {server.process.returncode}:\n{server.output()}")
-        with contextlib.suppress(httpx.TransportError):
-            if httpx.get(f"{server.url}/health/", timeout=1,
-                         verify=verify).status_code == 200 and (
-                    all_workers_started(server.output())):
-                return
-        time.sleep(0.1)
+    # One client for every try: each new one loads the trusted certificates anew.
+    with httpx.Client(timeout=1, verify=verify) as client:
+        while time.monotonic() < deadline:
+            if server.process.poll() is not None:
+                raise BootError(
+                    f"server exited with {server.process.returncode}:\n{server.output()}")
+            with contextlib.suppress(httpx.TransportError):
+                if client.get(f"{server.url}/health/").status_code == 200 and (
+                        all_workers_started(server.output())):
+                    return
+            time.sleep(0.1)
     raise BootError(f"server did not answer on {server.url} within {timeout} s:\n{server.output()}")
 
 

@@ -33,6 +33,35 @@ def test_an_import_of_the_other_framework_is_named_with_its_line(tmp_path: Path)
         f"{instead}.responses instead"]
 
 
+def full_width_first(name: str) -> str:
+    """`name` with its first letter full-width, which Python folds back into it (NFKC)."""
+    return chr(ord(name[0]) - ord("a") + ord("\uff41")) + name[1:]
+
+
+# Spellings of one import, each on line 1, that `serve` must read its module for.
+SPELLINGS = {
+    "after another": f"import json, {OTHER}.responses\n",
+    "wrapped": f"import json, \\\n    {OTHER}.responses\n",
+    "after code": f"x = 1; import {OTHER}.responses\n",
+    "full-width": f"import {full_width_first(OTHER)}.responses\n",
+}
+
+
+@pytest.mark.parametrize("spelling", SPELLINGS)
+def test_every_spelling_of_an_import_is_found(tmp_path: Path, spelling: str) -> None:
+    (tmp_path / "app").mkdir()
+    (tmp_path / "app" / "x.py").write_text(SPELLINGS[spelling], encoding="utf-8")
+    assert [found.split(", which")[0] for found in framework.foreign_imports(tmp_path)] == [
+        f"app/x.py line 1 imports {OTHER}.responses"]
+
+
+def test_a_name_that_only_contains_the_other_framework_is_not_an_import(tmp_path: Path) -> None:
+    (tmp_path / "app").mkdir()
+    (tmp_path / "app" / "x.py").write_text(
+        f"import {OTHER}_extras\nfrom my.{OTHER} import thing\n# import {OTHER}\n")
+    assert framework.foreign_imports(tmp_path) == []
+
+
 @pytest.mark.skipif(framework.FRAMEWORK != "notslowapi", reason="a notslowapi project's check")
 def test_serve_refuses_upstream_starlette_in_your_routes() -> None:
     route = PROJECT_DIR / "app" / "routes" / "framework_test_route.py"
