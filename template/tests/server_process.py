@@ -206,12 +206,18 @@ def worker_pids(server: Server, tries: int = 40, workers: int = 1) -> set[int]:
     """The pids answering `tries` requests, and more until `workers` have answered (up
     to ten times as many: workers sharing one listener take turns unevenly)."""
     pids: set[int] = set()
-    for attempt in range(tries * 10):
-        if attempt >= tries and len(pids) >= workers:
-            break
-        answer = httpx.get(f"{server.url}/health/detailed", headers={"Connection": "close"})
-        pids.add(answer.json()["pid"])
+    with connection_per_request() as client:
+        for attempt in range(tries * 10):
+            if attempt >= tries and len(pids) >= workers:
+                break
+            pids.add(client.get(f"{server.url}/health/detailed").json()["pid"])
     return pids
+
+
+def connection_per_request(timeout: float = 5.0) -> httpx.Client:
+    """A client that opens a connection for each request, so that requests spread over
+    the workers. One for a series: each new client loads the trusted certificates anew."""
+    return httpx.Client(headers={"Connection": "close"}, timeout=timeout)
 
 
 def running(pid: int) -> bool:

@@ -21,7 +21,7 @@ from websockets.sync.client import connect
 
 from bench.http1 import Response, ResponseReader
 from tests import served
-from tests.server_process import running_server
+from tests.server_process import connection_per_request, running_server
 
 pytestmark = pytest.mark.slow
 ENGINES = served.ENGINES
@@ -133,23 +133,23 @@ def _pids_under_load(url: str, requests: int, seconds: float, pause: float = 0.0
     the pids seen and every failure."""
     pids, failures = set(), []
     deadline, sent = time.monotonic() + seconds, 0
-    while sent < requests or time.monotonic() < deadline:
-        if enough_pids and len(pids) >= enough_pids:
-            break
-        sent += 1
-        try:
-            # A long timeout: when both of uvicorn's workers recycle at once, a request
-            # waits in the listen queue until a new one has started (seconds, on a
-            # loaded machine): late, not lost.
-            answer = httpx.get(f"{url}/health/detailed", headers={"Connection": "close"},
-                               timeout=30)
-            if answer.status_code != 200:
-                failures.append(str(answer.status_code))
-            else:
-                pids.add(answer.json()["pid"])
-        except httpx.TransportError as error:
-            failures.append(repr(error))
-        time.sleep(pause)
+    # A long timeout: when both of uvicorn's workers recycle at once, a request waits in
+    # the listen queue until a new one has started (seconds, on a loaded machine): late,
+    # not lost.
+    with connection_per_request(timeout=30) as client:
+        while sent < requests or time.monotonic() < deadline:
+            if enough_pids and len(pids) >= enough_pids:
+                break
+            sent += 1
+            try:
+                answer = client.get(f"{url}/health/detailed")
+                if answer.status_code != 200:
+                    failures.append(str(answer.status_code))
+                else:
+                    pids.add(answer.json()["pid"])
+            except httpx.TransportError as error:
+                failures.append(repr(error))
+            time.sleep(pause)
     return pids, failures
 
 
