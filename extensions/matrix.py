@@ -390,12 +390,17 @@ class AnswersCheck(ContextHook):
     written, so an impossible project is never rendered.
     """
 
+    # Copier builds a Jinja environment, with this hook, per render of one answer set:
+    # once those answers pass, the hook need not check them again for each file.
+    passed = False
+
     def hook(self, context: dict[str, Any]) -> None:
-        if context.get("_copier_phase") != "render":
+        if self.passed or context.get("_copier_phase") != "render":
             return
         reason = answers_refusal(context)
         if reason:
             raise UserMessageError(reason)
+        self.passed = True
 
 
 @pass_context
