@@ -83,8 +83,10 @@ def test_grace_period_bounds_the_wait_for_slow_requests(engine: str) -> None:
             f"{server.url}/demo/sleep?ms=8000", server.process, connections=4, signal_after=0.5,
             duration=1.5, grace=15,
         )
-    # The 8 s requests cannot finish: the server must give up on them after ~1 s.
-    assert report.exited_after is not None and report.exited_after < 4, report.summary()
+    # The 8 s requests cannot finish: the server must give up on them after ~1 s, and
+    # exit before they could have ended (7.5 s after the signal), with room for a loaded
+    # machine.
+    assert report.exited_after is not None and report.exited_after < 6, report.summary()
 
 
 @pytest.mark.parametrize("engine", served.ENGINES)
