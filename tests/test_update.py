@@ -11,6 +11,7 @@ a fresh render, and the changed answer served by a booted server.
 from __future__ import annotations
 
 import hashlib
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -71,7 +72,6 @@ EXTENSION_POINTS = Version("0.4.0")
 # template's (migrations/env_answers_to_defaults.py). From it on, no update writes .env.
 ENV_REWRITTEN_BEFORE = Version("0.4.0")
 KNOWN_CONFLICTS = ["app/main.py", "app/middleware/__init__.py"]
-BOOTED_TREES: set[str] = set()  # the updated trees this worker has served
 ROUTER = '''from fastapi import APIRouter
 
 router = APIRouter()
@@ -184,9 +184,19 @@ def add_router_and_middleware(project: Path) -> set[str]:
 
 
 
+@pytest.fixture(scope="session")
+def served_trees(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Where this run's tests mark the updated trees they serve: under pytest-xdist the
+    directory its workers' own sit in, so each tree is served by one of them."""
+    base = tmp_path_factory.getbasetemp()
+    trees = (base.parent if "PYTEST_XDIST_WORKER" in os.environ else base) / "served-trees"
+    trees.mkdir(exist_ok=True)
+    return trees
+
+
 @pytest.mark.parametrize(("answer_set", "source"), CASES)
 def test_update_keeps_user_work_and_serves_the_changed_answer(
-    copie, render_once, answer_set: str, source: str
+    copie, render_once, served_trees: Path, answer_set: str, source: str
 ) -> None:
     given, change = ANSWER_SETS[answer_set]
     answers = {**COPIER_DEFAULTS, **given}
@@ -272,13 +282,15 @@ def test_update_keeps_user_work_and_serves_the_changed_answer(
 
     # What runs: the changed answer, the user's router, middleware and setting. Updates
     # from different releases often end in the same files (.copier-answers.yml aside):
-    # each such tree is booted once per worker, as its result cannot differ.
+    # each such tree is booted once per run, as its result cannot differ.
     served = {**answers, **change}
     tree = hashlib.sha256(repr((served["python_version"], sorted(
         (name, text) for name, text in got.items() if name != ".copier-answers.yml"
     ))).encode()).hexdigest()
-    if tree in BOOTED_TREES:
-        return
+    try:
+        (served_trees / tree).touch(exist_ok=False)
+    except FileExistsError:
+        return  # another test of this run serves the same tree
     interpreter, python = environment_for(served["python_version"],
                                           fresh / "pyproject.toml")
     full = {"WEBSERVER_HEALTH_DETAIL": "full"}
@@ -303,7 +315,6 @@ def test_update_keeps_user_work_and_serves_the_changed_answer(
                                  "tests/test_items.py"], project),
             cwd=project, capture_output=True, text=True, timeout=120)
         assert tested.returncode == 0, tested.stdout[-3000:] + tested.stderr[-3000:]
-    BOOTED_TREES.add(tree)
 
 
 def test_an_update_that_stops_for_a_question_leaves_env_as_it_was(copie) -> None:
