@@ -26,6 +26,14 @@ from tests.conftest import (
 )
 
 
+def failures(output: str) -> str:
+    """A nested run's failures from their start (its passes' output, printed after
+    them by -rA, would push the top of a traceback out of a tail), and its summary."""
+    start = output.find("= FAILURES =")
+    head = output[max(start, 0):][:12000] if start >= 0 else ""
+    return head + "\n...\n" + output[-2000:]
+
+
 def run_marked(render_once: Renders, python_version: str, marker: str, *paths: str) -> str:
     # Every loop served, trio included: the template's promises on each, on its own app.
     answers = {"served_loops": list(loops.LOOPS),
@@ -46,7 +54,7 @@ def run_marked(render_once: Renders, python_version: str, marker: str, *paths: s
     finally:
         if run is None or run.returncode != 0:
             render_once.forget(answers)  # a killed test may have left what it added
-    assert run.returncode == 0, run.stdout[-6000:] + run.stderr[-2000:]
+    assert run.returncode == 0, failures(run.stdout) + run.stderr[-2000:]
     assert " passed" in run.stdout
     # A marker that matched nothing would pass too: it must have left tests out.
     assert paths or "deselected" in run.stdout

@@ -468,7 +468,17 @@ def sleep_request(url: str) -> None:
 
 
 def scrape(server: object) -> str:
-    return httpx.get(server.metrics_url, timeout=5).text  # type: ignore[attr-defined]
+    try:
+        return httpx.get(server.metrics_url, timeout=5).text  # type: ignore[attr-defined]
+    except httpx.TransportError as error:
+        # Seen once in a full run (granian, killed workers): say which of the launcher's
+        # processes were alive, and what they printed (a listener's traceback).
+        launcher = server.process.pid  # type: ignore[attr-defined]
+        alive = {pid: Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ")[:120]
+                 for pid in children(launcher) if Path(f"/proc/{pid}").exists()}
+        raise AssertionError(
+            f"no scrape from {server.metrics_url}: {error!r}; the launcher's processes: "  # type: ignore[attr-defined]
+            f"{alive}\n{server.output()[-2500:]}") from error  # type: ignore[attr-defined]
 
 
 def in_flight(server: object) -> float:
