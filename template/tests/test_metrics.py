@@ -473,9 +473,10 @@ def scrape(server: object) -> str:
     except httpx.TransportError as error:
         # Seen once in a full run (granian, killed workers): say which of the launcher's
         # processes were alive, and what they printed (a listener's traceback).
-        launcher = server.process.pid  # type: ignore[attr-defined]
-        alive = {pid: Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ")[:120]
-                 for pid in children(launcher) if Path(f"/proc/{pid}").exists()}
+        alive = {}
+        for pid in children(server.process.pid):  # type: ignore[attr-defined]
+            with contextlib.suppress(OSError):  # gone since: left out
+                alive[pid] = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ")[:120]
         raise AssertionError(
             f"no scrape from {server.metrics_url}: {error!r}; the launcher's processes: "  # type: ignore[attr-defined]
             f"{alive}\n{server.output()[-2500:]}") from error  # type: ignore[attr-defined]
