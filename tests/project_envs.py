@@ -48,7 +48,7 @@ def _build(interpreter: Interpreter, pyproject: Path, env_dir: Path,
     for argv in (
         [UV, "venv", "--quiet", "--clear", "--python", interpreter.executable, str(env_dir)],
         # Not compiled here: the run's processes write the bytecode of what they import
-        # (conftest.py lets them), a quarter of the modules, at a third of the cost.
+        # (conftest.py lets them), far fewer than the environment holds (docs/suite.md).
         [UV, "pip", "install", "--quiet", "--python", str(python),
          "-r", str(pyproject), "--group", f"{pyproject}:dev", *pins],
     ):
