@@ -12,6 +12,7 @@ import contextlib
 import fcntl
 import os
 import shutil
+import socket
 import subprocess
 import sys
 import tempfile
@@ -61,15 +62,24 @@ def _end_run(listener: subprocess.Popen[bytes] | None, directory: Path, lock: in
 def start_listener(host: str, port: int, directory: Path) -> subprocess.Popen[bytes]:
     """A new interpreter that imports only this module, app/core/metrics.py and
     prometheus-client (~15 MB): nothing of the launcher inherited, no fork of a process
-    with threads."""
+    with threads. It is handed a socket the launcher already listens on: a scrape while
+    it starts waits instead of being refused, and no worker forked later holds it."""
     package_root = str(Path(__file__).resolve().parents[1])  # where `serving` is importable
     path = os.pathsep.join(filter(None, [package_root, os.environ.get("PYTHONPATH")]))
-    # Ctrl-C reaches it with the launcher's whole process group, maybe while it still
-    # imports (a traceback): the launcher stops it (SIGTERM), or it sees the launcher gone.
-    code = (f"import signal; signal.signal(signal.SIGINT, signal.SIG_IGN); "
-            f"from serving.metrics_listener import serve_port; "
-            f"serve_port({host!r}, {port}, {str(directory)!r}, {os.getpid()})")
-    return subprocess.Popen([sys.executable, "-c", code], env={**os.environ, "PYTHONPATH": path})
+    family, kind, proto, _, address = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)[0]
+    with socket.socket(family, kind, proto) as listening:
+        # As the engines bind: "::" takes IPv4 too, where the system's default says so.
+        listening.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        listening.bind(address)
+        listening.listen()
+        # Ctrl-C reaches it with the launcher's whole process group, maybe while it
+        # still imports (a traceback): the launcher stops it (SIGTERM), or it sees the
+        # launcher gone.
+        code = (f"import signal; signal.signal(signal.SIGINT, signal.SIG_IGN); "
+                f"from serving.metrics_listener import serve_socket; "
+                f"serve_socket({listening.fileno()}, {str(directory)!r}, {os.getpid()})")
+        return subprocess.Popen([sys.executable, "-c", code], pass_fds=[listening.fileno()],
+                                env={**os.environ, "PYTHONPATH": path})
 
 
 def new_run_directory(prefix: str) -> tuple[Path, int]:
@@ -107,19 +117,26 @@ def _unless_locked(lock: Path) -> Iterator[bool]:
         os.close(fd)
 
 
-def serve_port(host: str, port: int, directory: str, parent: int) -> None:
-    """The metrics listener, a process of its own (WEBSERVER_METRICS=port), for as long
-    as the launcher `parent` lives. Its own process, not a thread of the launcher:
-    the engines fork their workers from the launcher's process, and a fork of a
-    process with threads can inherit a lock held by one of them."""
+def serve_socket(fd: int, directory: str, parent: int) -> None:
+    """The metrics listener, a process of its own (WEBSERVER_METRICS=port), answering on
+    the listening socket `fd` the launcher `parent` handed over, for as long as it lives.
+    Its own process, not a thread of the launcher: the engines fork their workers from
+    the launcher's process, and a fork of a process with threads can inherit a lock
+    held by one of them."""
     import signal
+    import threading
     import time
+    from http.server import ThreadingHTTPServer
 
-    from prometheus_client import start_http_server
+    from prometheus_client import MetricsHandler
 
     os.environ[MULTIPROC_ENV] = directory
     stop: list[bool] = []
     signal.signal(signal.SIGTERM, lambda *_: stop.append(True))
-    start_http_server(port, addr=host, registry=registry())
+    server = ThreadingHTTPServer(("", 0), MetricsHandler.factory(registry()),
+                                 bind_and_activate=False)
+    server.socket.close()
+    server.socket = socket.socket(fileno=fd)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
     while not stop and os.getppid() == parent:
         time.sleep(0.5)

@@ -31,6 +31,7 @@ from app.core import loops
 from app.core.framework import APIRouter, TestClient
 from app.core.metrics import UNMATCHED
 from app.main import create_app
+from serving import metrics_listener
 from tests import served
 from tests.server_process import (
     PROJECT_DIR,
@@ -38,6 +39,7 @@ from tests.server_process import (
     connection_per_request,
     free_port,
     running_server,
+    wait_until,
 )
 
 ITEMS = "/demo/items/{item_id}"
@@ -518,6 +520,43 @@ def test_the_listener_is_a_process_of_its_own(engine: str) -> None:
         listeners = [pid for pid in children(server.process.pid)
                      if b"serving.metrics_listener" in Path(f"/proc/{pid}/cmdline").read_bytes()]
     assert len(listeners) == 1, listeners
+
+
+HELD_AT_START = """
+import os, time
+deadline = time.monotonic() + 30
+while not os.path.exists({go!r}) and time.monotonic() < deadline:
+    time.sleep(0.01)
+"""
+
+
+def refused(port: int) -> bool:
+    try:
+        socket.create_connection(("127.0.0.1", port), timeout=5).close()
+    except ConnectionRefusedError:
+        return True
+    return False
+
+
+def test_the_metrics_port_listens_before_the_listener_has_started(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The launcher listens on the metrics port before the engine starts: a scrape that
+    comes while the listener still starts (granian's forked workers can answer first)
+    waits for it, and is not refused. The launcher keeps no copy of the socket, which
+    every worker it forks would inherit: with the listener gone, the port refuses."""
+    go = tmp_path / "go"
+    (tmp_path / "sitecustomize.py").write_text(HELD_AT_START.format(go=str(go)))
+    monkeypatch.setenv("PYTHONPATH", str(tmp_path))  # the listener starts held until `go`
+    port = free_port()
+    with metrics_listener.for_run("port", "127.0.0.1", port), \
+            socket.create_connection(("127.0.0.1", port), timeout=10) as early:
+        early.sendall(b"GET /metrics HTTP/1.0\r\n\r\n")
+        go.touch()
+        assert early.makefile("rb").readline().startswith(b"HTTP/1.0 200"), "no scrape"
+        (listener,) = [pid for pid in children(os.getpid())
+                       if b"serving.metrics_listener" in Path(f"/proc/{pid}/cmdline").read_bytes()]
+        os.kill(listener, signal.SIGKILL)
+        assert wait_until(lambda: refused(port), 5), "the port is still held without its listener"
 
 
 @pytest.mark.demo_routes
