@@ -57,12 +57,15 @@ def serve(**flags: object) -> None:
         address = launcher.listen_address(settings.host, settings.port)
         if settings.metrics == "port":
             launcher.listen_address(settings.host, settings.metrics_port,
-                                  where="--metrics-port, WEBSERVER_METRICS_PORT")
+                                  where=launcher.METRICS_PORT_FROM)
     except launcher.ListenError as error:
         refuse(str(error))
     if problem := database.startup_problem(settings):  # waits for it, a bounded time
         refuse(problem)
-    launcher.serve(settings.model_copy(update={"host": address}))
+    try:
+        launcher.serve(settings.model_copy(update={"host": address}))
+    except launcher.ListenError as error:
+        refuse(str(error))
 
 
 def _serve_option(spec: SettingSpec) -> inspect.Parameter:

@@ -44,6 +44,9 @@ class ListenError(Exception):
     """The engine could not listen where it was asked, as one sentence."""
 
 
+METRICS_PORT_FROM = "--metrics-port, WEBSERVER_METRICS_PORT"
+
+
 def listen_address(host: str, port: int, where: str = "--port, WEBSERVER_PORT") -> str:
     """The numeric address to hand the engine, after a trial bind of host:port.
 
@@ -131,5 +134,11 @@ def serve(settings: Settings) -> None:
         logs.announce(warning, settings.log_format, level=logging.WARNING)
     run = engine_run(settings)
     # The workers' metrics directory and (WEBSERVER_METRICS=port) their listener.
-    with metrics_listener.for_run(settings.metrics, settings.host, settings.metrics_port):
+    with contextlib.ExitStack() as metrics:
+        try:
+            metrics.enter_context(metrics_listener.for_run(
+                settings.metrics, settings.host, settings.metrics_port))
+        except OSError as error:  # the port was taken after the trial bind
+            raise ListenError(_bind_failure(settings.host, settings.metrics_port, error,
+                                            METRICS_PORT_FROM)) from None
         run(settings, loop)

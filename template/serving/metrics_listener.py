@@ -34,9 +34,11 @@ def for_run(mode: str, host: str, port: int) -> Iterator[None]:
     directory, lock = new_run_directory(RUN_PREFIX)
     given = os.environ.get(MULTIPROC_ENV)
     os.environ[MULTIPROC_ENV] = str(directory)
-    listener = start_listener(host, port, directory) if mode == "port" else None
+    listener = None
     launcher = os.getpid()
     try:
+        if mode == "port":
+            listener = start_listener(host, port, directory)
         yield
     finally:
         # Only in the launcher: gunicorn forks its workers from this very call, and a
@@ -126,17 +128,29 @@ def serve_socket(fd: int, directory: str, parent: int) -> None:
     import signal
     import threading
     import time
-    from http.server import ThreadingHTTPServer
+    from socketserver import ThreadingMixIn
+    from wsgiref.simple_server import WSGIRequestHandler, WSGIServer
 
-    from prometheus_client import MetricsHandler
+    from prometheus_client import make_wsgi_app
+
+    class Quiet(WSGIRequestHandler):
+        def log_message(self, format: str, *args: object) -> None:  # no line per scrape
+            pass
+
+    class Server(ThreadingMixIn, WSGIServer):
+        daemon_threads = True
 
     os.environ[MULTIPROC_ENV] = directory
     stop: list[bool] = []
     signal.signal(signal.SIGTERM, lambda *_: stop.append(True))
-    server = ThreadingHTTPServer(("", 0), MetricsHandler.factory(registry()),
-                                 bind_and_activate=False)
+    server = Server(("", 0), Quiet, bind_and_activate=False)
     server.socket.close()
     server.socket = socket.socket(fileno=fd)
+    server.socket.set_inheritable(False)
+    # What WSGIServer.server_bind sets after its own bind, which this socket has had.
+    server.server_name, server.server_port = server.socket.getsockname()[:2]
+    server.setup_environ()
+    server.set_app(make_wsgi_app(registry()))
     threading.Thread(target=server.serve_forever, daemon=True).start()
     while not stop and os.getppid() == parent:
         time.sleep(0.5)

@@ -29,9 +29,10 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from app.core import loops
 from app.core.framework import APIRouter, TestClient
-from app.core.metrics import UNMATCHED
+from app.core.metrics import MULTIPROC_ENV, UNMATCHED
+from app.core.settings import Settings
 from app.main import create_app
-from serving import metrics_listener
+from serving import launcher, metrics_listener
 from tests import served
 from tests.server_process import (
     PROJECT_DIR,
@@ -116,6 +117,25 @@ def test_a_metrics_port_that_cannot_be_listened_on_is_one_sentence() -> None:
     assert serve_refusal("--port", str(port), env={"OTEL_TRACES_EXPORTER": "zipkin"}) == (
         "Cannot start: OTEL_TRACES_EXPORTER names 'zipkin', an exporter this service does "
         "not have: choose otlp, console, none.\n")
+
+
+def test_a_metrics_port_taken_after_the_trial_bind_is_one_sentence(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The launcher listens on the metrics port itself: taken since `serve` tried it (a
+    database wait lies between), it is the same sentence, and the run leaves nothing."""
+    monkeypatch.setattr(os, "environ", {**os.environ, MULTIPROC_ENV: str(tmp_path)})
+    with socket.socket() as holder:
+        holder.bind(("127.0.0.1", 0))
+        holder.listen()
+        taken = holder.getsockname()[1]
+        settings = Settings(host="127.0.0.1", port=free_port(), metrics_port=taken)
+        with pytest.raises(launcher.ListenError) as refused:
+            launcher.serve(settings)
+    assert str(refused.value) == (
+        f"port {taken} on 127.0.0.1 is already in use by another process: stop that "
+        "process or choose another port (--metrics-port, WEBSERVER_METRICS_PORT).")
+    assert list(tmp_path.iterdir()) == []  # the run's directory, removed
+    assert os.environ[MULTIPROC_ENV] == str(tmp_path)
 
 
 SLOT_USER = """
