@@ -6,7 +6,7 @@ stream of server-sent events that never looks at `server_stopping`, one that doe
 a WebSocket route of theirs that only waits for messages. SIGTERM with all of them
 open, two workers: each stream ends properly (the watching one with its last event),
 each WebSocket gets close code 1012, every worker runs the user's shutdown, the
-process exits within 3 s with the default grace period (30 s), and nothing is logged
+process exits well within the default grace period (30 s), and nothing is logged
 at ERROR or with a traceback (docs/reliability.md).
 """
 
@@ -25,7 +25,9 @@ from websockets.sync.client import connect
 from extensions.matrix import loops
 from tests.conftest import DEFAULT_PYTHON, environment_for, server_process
 
-STOP_WITHIN = 3.0
+# Well under the grace period (30 s), which a stop held by the streams would take; gunicorn's
+# arbiter wakes once a second, so its stop takes 2 or 3 s and more on a loaded machine.
+STOP_WITHIN = 10.0
 
 LIFESPAN = '''@asynccontextmanager
 async def lifespan(app: FastAPI) -> AsyncIterator[dict[str, object]]:
