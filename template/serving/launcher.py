@@ -54,6 +54,12 @@ def listen_address(host: str, port: int, where: str = "--port, WEBSERVER_PORT") 
     backtrace, and no host names at all); the trial turns each into one sentence, the
     same on every engine, and a name such as `localhost` into the address all accept.
     """
+    with bound_socket(host, port, where) as trial:
+        return str(trial.getsockname()[0])
+
+
+def bound_socket(host: str, port: int, where: str) -> socket.socket:
+    """A socket bound to host:port as the engines bind, or ListenError's one sentence."""
     try:
         family, kind, proto, _, address = socket.getaddrinfo(
             host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE
@@ -63,14 +69,16 @@ def listen_address(host: str, port: int, where: str = "--port, WEBSERVER_PORT") 
             f"the host {host!r} cannot be resolved: give an address such as 127.0.0.1 or "
             "0.0.0.0, or a name this machine resolves (--host, WEBSERVER_HOST)."
         ) from None
-    with socket.socket(family, kind, proto) as trial:
-        # As the engines bind: a port left in TIME_WAIT is free, a listening one is not.
-        trial.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        try:
-            trial.bind(address)
-        except OSError as error:
-            raise ListenError(_bind_failure(host, port, error, where)) from None
-    return address[0]
+    bound = socket.socket(family, kind, proto)
+    # As the engines bind: a port left in TIME_WAIT is free, a listening one is not;
+    # "::" takes IPv4 too, where the system's default says so.
+    bound.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        bound.bind(address)
+    except OSError as error:
+        bound.close()
+        raise ListenError(_bind_failure(host, port, error, where)) from None
+    return bound
 
 
 def _bind_failure(host: str, port: int, error: OSError, where: str) -> str:
@@ -133,12 +141,9 @@ def serve(settings: Settings) -> None:
     if warning:
         logs.announce(warning, settings.log_format, level=logging.WARNING)
     run = engine_run(settings)
+    # Bound before the engine starts, which the listener's own bind could lag.
+    metrics_socket = (bound_socket(settings.host, settings.metrics_port, METRICS_PORT_FROM)
+                      if settings.metrics == "port" else None)
     # The workers' metrics directory and (WEBSERVER_METRICS=port) their listener.
-    with contextlib.ExitStack() as metrics:
-        try:
-            metrics.enter_context(metrics_listener.for_run(
-                settings.metrics, settings.host, settings.metrics_port))
-        except OSError as error:  # the port was taken after the trial bind
-            raise ListenError(_bind_failure(settings.host, settings.metrics_port, error,
-                                            METRICS_PORT_FROM)) from None
+    with metrics_listener.for_run(settings.metrics, metrics_socket):
         run(settings, loop)

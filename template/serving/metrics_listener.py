@@ -25,9 +25,10 @@ RUN_PREFIX = "webserver-metrics-"
 
 
 @contextlib.contextmanager
-def for_run(mode: str, host: str, port: int) -> Iterator[None]:
+def for_run(mode: str, listening: socket.socket | None) -> Iterator[None]:
     """Around a run of the engine: the run's directory, named in the environment the
-    workers inherit, and the listener of WEBSERVER_METRICS=port; both gone after."""
+    workers inherit, and the listener on `listening` (WEBSERVER_METRICS=port); both gone
+    after."""
     if mode == "off":
         yield
         return
@@ -37,8 +38,8 @@ def for_run(mode: str, host: str, port: int) -> Iterator[None]:
     listener = None
     launcher = os.getpid()
     try:
-        if mode == "port":
-            listener = start_listener(host, port, directory)
+        if listening is not None:
+            listener = start_listener(listening, directory)
         yield
     finally:
         # Only in the launcher: gunicorn forks its workers from this very call, and a
@@ -61,18 +62,15 @@ def _end_run(listener: subprocess.Popen[bytes] | None, directory: Path, lock: in
         os.environ[MULTIPROC_ENV] = given
 
 
-def start_listener(host: str, port: int, directory: Path) -> subprocess.Popen[bytes]:
+def start_listener(listening: socket.socket, directory: Path) -> subprocess.Popen[bytes]:
     """A new interpreter that imports only this module, app/core/metrics.py and
     prometheus-client (~15 MB): nothing of the launcher inherited, no fork of a process
-    with threads. It is handed a socket the launcher already listens on: a scrape while
-    it starts waits instead of being refused, and no worker forked later holds it."""
+    with threads. It is handed the socket, listening already: a scrape while it starts
+    waits instead of being refused; the launcher's copy is closed, so no worker forked
+    later holds it."""
     package_root = str(Path(__file__).resolve().parents[1])  # where `serving` is importable
     path = os.pathsep.join(filter(None, [package_root, os.environ.get("PYTHONPATH")]))
-    family, kind, proto, _, address = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)[0]
-    with socket.socket(family, kind, proto) as listening:
-        # As the engines bind: "::" takes IPv4 too, where the system's default says so.
-        listening.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        listening.bind(address)
+    with listening:
         listening.listen()
         # Ctrl-C reaches it with the launcher's whole process group, maybe while it
         # still imports (a traceback): the launcher stops it (SIGTERM), or it sees the

@@ -30,6 +30,7 @@ REFUSED = ("Reload refused: the code on disk fails to load ({error}); the runnin
            "workers go on serving.")
 NOT_READY = ("Reload stopped: a new worker [{pid}] did not serve within {seconds:g} s; "
              "the running workers go on serving.")
+STOPPED = "Reload stopped: the server is stopping."
 LISTEN = "0A"  # TCP_LISTEN in /proc/net/tcp
 FRAME = re.compile(r'File "(?P<path>[^"]+)", line (?P<line>\d+)')
 DONE = "Reload done: {workers} worker(s) replaced with the code on disk."
@@ -69,6 +70,14 @@ def accepted(engine: str, log: Callable[[int, str], object]) -> bool:
         log(logging.ERROR, sentence)
         return False
     return True
+
+
+def not_ready(pid: int | str | None, stopping: bool) -> tuple[int, str]:
+    """The log level and line for a new worker that did not serve: the server's stop cut
+    the wait short, or the worker took too long."""
+    if stopping:
+        return logging.INFO, STOPPED
+    return logging.ERROR, NOT_READY.format(pid=pid, seconds=READY_TIMEOUT)
 
 
 def listener_inodes(port: int) -> set[int]:

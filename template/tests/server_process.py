@@ -170,7 +170,11 @@ def stop(server: Server, grace: float = 15.0) -> int:
         try:
             process.wait(timeout=grace)
         except subprocess.TimeoutExpired as expired:
-            process.kill()
+            # Its workers too: one that outlives its supervisor keeps the port and the
+            # CPU for the rest of the run.
+            for pid in [*descendants(process.pid), process.pid]:
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(pid, signal.SIGKILL)
             process.wait()
             # Not `from None`: called while a test's own failure unwinds (a `with`
             # block's exit), that would hide the failure behind this one.
@@ -200,6 +204,11 @@ def children(pid: int) -> list[int]:
                 if int(stat.rsplit(")", 1)[1].split()[1]) == pid:
                     found.append(int(entry))
     return found
+
+
+def descendants(pid: int) -> list[int]:
+    found = children(pid)
+    return [*found, *(grandchild for child in found for grandchild in descendants(child))]
 
 
 def worker_pids(server: Server, tries: int = 40, workers: int = 1) -> set[int]:

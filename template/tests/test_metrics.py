@@ -568,7 +568,8 @@ def test_the_metrics_port_listens_before_the_listener_has_started(
     (tmp_path / "sitecustomize.py").write_text(HELD_AT_START.format(go=str(go)))
     monkeypatch.setenv("PYTHONPATH", str(tmp_path))  # the listener starts held until `go`
     port = free_port()
-    with metrics_listener.for_run("port", "127.0.0.1", port), \
+    listening = launcher.bound_socket("127.0.0.1", port, launcher.METRICS_PORT_FROM)
+    with metrics_listener.for_run("port", listening), \
             socket.create_connection(("127.0.0.1", port), timeout=10) as early:
         early.sendall(b"GET /metrics HTTP/1.0\r\n\r\n")
         go.touch()

@@ -376,6 +376,60 @@ def test_two_sighups_in_a_row_leave_as_many_workers_as_before(engine: str) -> No
     assert done, output[-3000:]
 
 
+# Your lifespan, held at its start while the marker exists: a worker that is still
+# starting when the stop comes (appended, so it wraps whatever your lifespan does).
+HELD_START = '''
+
+from contextlib import asynccontextmanager as _held_start
+from pathlib import Path as _Path
+_your_lifespan = lifespan
+
+
+@_held_start
+async def lifespan(app):
+    import asyncio
+    marker = _Path(__file__).with_name("hold-start")
+    if marker.exists():
+        marker.with_name("held").touch()
+        await asyncio.sleep(HELD_FOR)
+    async with _your_lifespan(app) as state:
+        yield state
+'''
+HELD_FOR = 60  # seconds: longer than the grace period a stop would wait for it
+# A stop that waits for the starting worker takes its start or the grace period (30 s);
+# granian's own reload holds the stop up to 3.5 s per worker, which it then replaces.
+STOP_DURING_RELOAD_WITHIN = 20.0
+
+
+@pytest.mark.parametrize("engine", served.ENGINES)
+def test_sigterm_during_a_sighup_reload_does_not_wait_for_a_starting_worker(
+    engine: str, editable: Path,
+) -> None:
+    """A rollout's SIGTERM during a reload: the server stops without waiting for the new
+    worker to start (it serves nothing yet), and says the reload stopped, not failed."""
+    custom = editable.parents[1] / "custom.py"
+    custom.write_text(custom.read_text() + HELD_START.replace("HELD_FOR", str(HELD_FOR)))
+    args = ["--engine", engine, "--loop", loop_for(engine), "--workers", "2"]
+    with running_server(args, cwd=editable.parents[2]) as server:
+        worker_pids(server, workers=2)  # both started
+        custom.with_name("hold-start").touch()
+        server.process.send_signal(signal.SIGHUP)
+        held = wait_until(custom.with_name("held").exists, timeout=30)
+        sent = time.monotonic()
+        server.process.send_signal(signal.SIGTERM)
+        try:
+            code: int | None = server.process.wait(timeout=STOP_DURING_RELOAD_WITHIN)
+        except subprocess.TimeoutExpired:
+            code = None
+        stopped_after = time.monotonic() - sent
+        output = server.output()
+    print(f"{engine}: stopped {stopped_after:.1f} s after SIGTERM, exit {code}")
+    assert held, output[-3000:]
+    assert code is not None, f"still running {stopped_after:.1f} s after SIGTERM: {output[-3000:]}"
+    assert "did not serve within" not in output, output[-3000:]
+    assert "Traceback" not in output, output[-3000:]
+
+
 # Each engine on each loop it takes here, as `make serve ENGINE=... LOOP=...` runs it.
 CTRL_C_ROWS = [(engine, loop) for engine, loop in served.PAIRS if loops.is_installed(loop)]
 # A server has its graceful timeout to stop, and a little more: under load one granian

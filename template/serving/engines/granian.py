@@ -24,7 +24,7 @@ from granian.http import HTTP1Settings, HTTP2Settings
 from granian.log import LogLevels
 
 from app.core import logs, loops
-from app.core.asgi import ASGIApp, Receive, Scope, Send
+from app.core.asgi import ASGIApp, Message, Receive, Scope, Send
 from app.core.settings import Settings, get_settings
 from app.core.stopping import OPEN_STREAMS, server_stopping
 from serving import drain, reload
@@ -131,18 +131,35 @@ def served_app() -> ASGIApp:
         # A plain function handing back the served app's coroutine: granian awaits what
         # the call returns, and a coroutine of its own here cost every request.
         if scope["type"] == "lifespan":  # on the worker's loop, granian's handlers set
-            stop_in_order(asyncio.get_running_loop(), settings)
+            started = threading.Event()
+            stop_in_order(asyncio.get_running_loop(), settings, started)
+            return served(scope, receive, noting_startup(send, started))
         return served(scope, receive, send)
 
     return app
 
 
-def stop_in_order(loop: asyncio.AbstractEventLoop, settings: Settings) -> None:
+def noting_startup(send: Send, started: threading.Event) -> Send:
+    async def send_noting(message: Message) -> None:
+        if message["type"] == "lifespan.startup.complete":
+            started.set()
+        await send(message)
+
+    return send_noting
+
+
+def stop_in_order(loop: asyncio.AbstractEventLoop, settings: Settings,
+                  started: threading.Event) -> None:
     """The worker's SIGTERM (granian's main process stops it with one on a stop, a
     reload or a recycle): first `server_stopping`, then its own listener drained, then
     the streams ended (app/middleware/open_streams.py), and only then granian's own stop, which
-    would reset the queued connections and drop the WebSockets without a close frame."""
+    would reset the queued connections and drop the WebSockets without a close frame.
+    A worker still starting serves nothing: it stops at once, as while it imports."""
     def begin(*_: object) -> None:
+        if not started.is_set():
+            signal.signal(signal.SIGTERM, signal.SIG_DFL)
+            signal.raise_signal(signal.SIGTERM)
+            return
         if server_stopping.is_set():  # a second signal: stop now
             signal.raise_signal(HANDED_TO_GRANIAN)
             return

@@ -113,6 +113,8 @@ class GunicornApp(BaseApplication):
         os.set_blocking(self.exits, False)
         self.left = set[int]()
         self.readies, self.ready_writer = os.pipe()  # a new worker's pid, once it serves
+        self.births, self.birth_writer = os.pipe()  # a new worker's pid, once forked
+        os.set_blocking(self.births, False)
         self.reloading = threading.Lock()
         super().__init__()
 
@@ -154,18 +156,27 @@ class GunicornApp(BaseApplication):
         stops the server when a new one fails to start."""
         if not reload.accepted("gunicorn", arbiter.log.log):
             return
-        with contextlib.suppress(BlockingIOError):
-            os.set_blocking(self.readies, False)
-            while os.read(self.readies, 4096):  # what earlier workers said
-                pass
+        os.set_blocking(self.readies, False)
+        pids_in(self.readies)  # what earlier workers said
         workers = arbiter.num_workers
         for _ in range(workers):
             if self.stopping.is_set():
+                arbiter.log.info(reload.STOPPED)
                 return
+            pids_in(self.births)
             os.kill(os.getpid(), signal.SIGTTIN)  # one more worker, with the code on disk
             if not self.new_worker_serves(reload.READY_TIMEOUT):
-                arbiter.log.error(reload.NOT_READY.format(pid="?", seconds=reload.READY_TIMEOUT))
-                os.kill(os.getpid(), signal.SIGTTOU)
+                new = pids_in(self.births)
+                arbiter.log.log(*reload.not_ready(",".join(map(str, new)) or "?",
+                                                  stopping=self.stopping.is_set()))
+                if self.stopping.is_set():
+                    # Not serving yet: nothing of it to drain, and the arbiter's stop
+                    # would wait for its start.
+                    for pid in new:
+                        with contextlib.suppress(ProcessLookupError):
+                            os.kill(pid, signal.SIGKILL)
+                else:
+                    os.kill(os.getpid(), signal.SIGTTOU)
                 return
             os.kill(os.getpid(), signal.SIGTTOU)  # gunicorn stops its oldest worker
         arbiter.log.info(reload.DONE.format(workers=workers))
@@ -183,6 +194,8 @@ class GunicornApp(BaseApplication):
         SignalsBeforeTheLoop): until then it has the arbiter's, whose queue nobody
         reads in a worker."""
         signal.pthread_sigmask(signal.SIG_BLOCK, STOP_SIGNALS)
+        with contextlib.suppress(OSError):
+            os.write(self.birth_writer, os.getpid().to_bytes(PID_BYTES, "little"))
 
     def post_worker_init(self, worker: Any) -> None:
         """In a worker, before it serves: restore the backlog once its servers exist."""
@@ -215,10 +228,7 @@ class GunicornApp(BaseApplication):
 
     def child_exit(self, arbiter: Any, worker: Any) -> None:
         """In the arbiter, after a worker exited: was it killed?"""
-        with contextlib.suppress(BlockingIOError):
-            while chunk := os.read(self.exits, 4096):
-                self.left.update(int.from_bytes(chunk[at:at + PID_BYTES], "little")
-                                 for at in range(0, len(chunk), PID_BYTES))
+        self.left.update(pids_in(self.exits))
         if worker.pid in self.left:
             self.left.discard(worker.pid)
             return
@@ -229,3 +239,13 @@ class GunicornApp(BaseApplication):
         self.failed = True
         arbiter.num_workers -= 1  # no replacement (gunicorn's TTOU, past its floor of 1)
         os.kill(os.getpid(), signal.SIGTERM)
+
+
+def pids_in(pipe: int) -> set[int]:
+    """The pids written to a non-blocking pipe so far, each PID_BYTES long."""
+    data = b""
+    with contextlib.suppress(BlockingIOError):
+        while chunk := os.read(pipe, 4096):
+            data += chunk
+    return {int.from_bytes(data[at:at + PID_BYTES], "little")
+            for at in range(0, len(data), PID_BYTES)}

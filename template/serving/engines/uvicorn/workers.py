@@ -15,6 +15,7 @@ import logging
 import multiprocessing
 import signal
 import sys
+import threading
 from socket import socket
 
 import uvicorn
@@ -28,6 +29,7 @@ RECYCLED = 0  # a worker's exit code after `limit_max_requests`
 INTERRUPTED = 128 + signal.SIGINT  # a worker's exit code after Ctrl-C, as a shell's
 STARTUP_FAILURE = 3  # uvicorn's exit code when it fails to start (docs/private-names.md)
 FORK = multiprocessing.get_context("fork")
+STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
 logger = logging.getLogger("uvicorn.error")
 
 
@@ -74,6 +76,18 @@ class WorkerSupervisor(Multiprocess):
     failed = 0  # the exit code, when a worker died and was not replaced
     drain_timeout = 0.0
 
+    def __init__(self, config: uvicorn.Config, sockets: list[socket]) -> None:
+        super().__init__(config, sockets)
+        # uvicorn queues every signal for its loop, which a reload keeps busy: a stop
+        # must also reach the reload's wait for a new worker.
+        self.stop_asked = threading.Event()
+        for number in STOP_SIGNALS:
+            signal.signal(number, self.take_stop_signal)
+
+    def take_stop_signal(self, number: int, _frame: object) -> None:
+        self.signal_queue.append(number)
+        self.stop_asked.set()
+
     def init_processes(self) -> None:
         for _ in range(self.processes_num):
             self.processes.append(self.started())
@@ -96,13 +110,14 @@ class WorkerSupervisor(Multiprocess):
         if not reload.accepted("uvicorn", logger.log):
             return
         for index, old in enumerate(self.processes):
+            if self.stop_asked.is_set():
+                logger.info(reload.STOPPED)
+                return
             new = self.started()
-            if not new.wait_until_ready(reload.READY_TIMEOUT, self.should_exit):
-                new.kill()
+            if not new.wait_until_ready(reload.READY_TIMEOUT, self.stop_asked):
+                new.kill()  # not serving yet: nothing of it to drain
                 new.join()
-                if not self.should_exit.is_set():
-                    logger.error(reload.NOT_READY.format(pid=new.pid,
-                                                         seconds=reload.READY_TIMEOUT))
+                logger.log(*reload.not_ready(new.pid, stopping=self.stop_asked.is_set()))
                 return
             old.terminate()
             old.join()
