@@ -41,7 +41,7 @@ cli = typer.Typer(
 def serve(**flags: object) -> None:
     """Start the web server. Flags override the environment and .env for this run."""
     from app.core import database
-    from serving import launcher
+    from serving import launcher, metrics_listener
 
     try:
         settings = load_settings(**flags)
@@ -64,7 +64,7 @@ def serve(**flags: object) -> None:
         refuse(problem)
     try:
         launcher.serve(settings.model_copy(update={"host": address}))
-    except launcher.ListenError as error:
+    except (launcher.ListenError, metrics_listener.RunDirectoryError) as error:
         refuse(str(error))
 
 

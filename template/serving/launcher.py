@@ -141,7 +141,8 @@ def serve(settings: Settings) -> None:
     if warning:
         logs.announce(warning, settings.log_format, level=logging.WARNING)
     run = engine_run(settings)
-    # Bound before the engine starts, which the listener's own bind could lag.
+    # Bound here, before the engine starts: a port taken since the check is one sentence,
+    # and the listener gets a socket that already queues a scrape while it starts.
     metrics_socket = (bound_socket(settings.host, settings.metrics_port, METRICS_PORT_FROM)
                       if settings.metrics == "port" else None)
     # The workers' metrics directory and (WEBSERVER_METRICS=port) their listener.

@@ -32,7 +32,14 @@ def for_run(mode: str, listening: socket.socket | None) -> Iterator[None]:
     if mode == "off":
         yield
         return
-    directory, lock = new_run_directory(RUN_PREFIX)
+    try:
+        directory, lock = new_run_directory(RUN_PREFIX)
+    except OSError as error:
+        if listening is not None:
+            listening.close()
+        raise RunDirectoryError(
+            f"the metrics directory cannot be made under {error.filename or 'it'}: "
+            f"{error.strerror or error} ({MULTIPROC_ENV})") from None
     given = os.environ.get(MULTIPROC_ENV)
     os.environ[MULTIPROC_ENV] = str(directory)
     listener = None
@@ -46,6 +53,10 @@ def for_run(mode: str, listening: socket.socket | None) -> Iterator[None]:
         # worker that exits unwinds the launcher's stack, this block included.
         if os.getpid() == launcher:
             _end_run(listener, directory, lock, given)
+
+
+class RunDirectoryError(Exception):
+    """The run's metrics directory could not be made, as one sentence."""
 
 
 def _end_run(listener: subprocess.Popen[bytes] | None, directory: Path, lock: int,

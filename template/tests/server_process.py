@@ -172,7 +172,8 @@ def stop(server: Server, grace: float = 15.0) -> int:
         except subprocess.TimeoutExpired as expired:
             # Its workers too: one that outlives its supervisor keeps the port and the
             # CPU for the rest of the run.
-            for pid in [*descendants(process.pid), process.pid]:
+            workers = descendants(process.pid)
+            for pid in [process.pid, *workers]:  # its supervisor first: none replaced
                 with contextlib.suppress(ProcessLookupError):
                     os.kill(pid, signal.SIGKILL)
             process.wait()
@@ -207,6 +208,7 @@ def children(pid: int) -> list[int]:
 
 
 def descendants(pid: int) -> list[int]:
+    """Its children, theirs, and so on."""
     found = children(pid)
     return [*found, *(grandchild for child in found for grandchild in descendants(child))]
 

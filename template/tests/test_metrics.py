@@ -138,6 +138,22 @@ def test_a_metrics_port_taken_after_the_trial_bind_is_one_sentence(
     assert os.environ[MULTIPROC_ENV] == str(tmp_path)
 
 
+
+def test_a_metrics_directory_that_cannot_be_made_is_one_sentence(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """PROMETHEUS_MULTIPROC_DIR names a file: `serve` says so, and not as a port taken."""
+    not_a_directory = tmp_path / "a-file"
+    not_a_directory.write_text("")
+    monkeypatch.setattr(os, "environ", {**os.environ, MULTIPROC_ENV: str(not_a_directory)})
+    settings = Settings(host="127.0.0.1", port=free_port(), metrics_port=free_port())
+    with pytest.raises(metrics_listener.RunDirectoryError) as refused:
+        launcher.serve(settings)
+    assert str(refused.value) == (
+        f"the metrics directory cannot be made under {not_a_directory}: File exists "
+        "(PROMETHEUS_MULTIPROC_DIR)")
+    with socket.socket() as again:  # the launcher's bind let go (no SO_REUSEADDR here)
+        again.bind(("127.0.0.1", settings.metrics_port))
+
 SLOT_USER = """
 import sys, time
 from app.core.metrics import server_metrics, write_batches, _slot

@@ -115,6 +115,10 @@ class GunicornApp(BaseApplication):
         self.readies, self.ready_writer = os.pipe()  # a new worker's pid, once it serves
         self.births, self.birth_writer = os.pipe()  # a new worker's pid, once forked
         os.set_blocking(self.births, False)
+        # Read only during a reload: once full, a pid is dropped rather than a worker held.
+        os.set_blocking(self.ready_writer, False)
+        os.set_blocking(self.birth_writer, False)
+        self.killed = set[int]()  # new workers stopped before they served, not replaced
         self.reloading = threading.Lock()
         super().__init__()
 
@@ -170,16 +174,21 @@ class GunicornApp(BaseApplication):
                 arbiter.log.log(*reload.not_ready(",".join(map(str, new)) or "?",
                                                   stopping=self.stopping.is_set()))
                 if self.stopping.is_set():
-                    # Not serving yet: nothing of it to drain, and the arbiter's stop
-                    # would wait for its start.
-                    for pid in new:
-                        with contextlib.suppress(ProcessLookupError):
-                            os.kill(pid, signal.SIGKILL)
+                    self.kill_unready(new)
                 else:
                     os.kill(os.getpid(), signal.SIGTTOU)
                 return
             os.kill(os.getpid(), signal.SIGTTOU)  # gunicorn stops its oldest worker
         arbiter.log.info(reload.DONE.format(workers=workers))
+
+    def kill_unready(self, new: set[int]) -> None:
+        """On a stop: the new workers that do not serve yet have accepted nothing, and the
+        arbiter's stop would wait for their start."""
+        os.set_blocking(self.readies, False)
+        self.killed.update(new - pids_in(self.readies))
+        for pid in self.killed:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
 
     def new_worker_serves(self, timeout: float) -> bool:
         deadline = time.monotonic() + timeout
@@ -231,6 +240,9 @@ class GunicornApp(BaseApplication):
         self.left.update(pids_in(self.exits))
         if worker.pid in self.left:
             self.left.discard(worker.pid)
+            return
+        if worker.pid in self.killed:  # the arbiter would start another while it drains
+            arbiter.num_workers -= 1
             return
         if self.respawn_failed or self.stopping.is_set():
             return

@@ -179,9 +179,7 @@ class WorkerSupervisor:
         for index, old in enumerate(list(self.workers)):
             new = self.started()
             if not new:
-                if not self.stop_asked():
-                    self.log(logging.ERROR, reload.NOT_READY.format(
-                        pid=self.unready_pid, seconds=reload.READY_TIMEOUT))
+                self.log(*reload.not_ready(self.unready_pid, stopping=self.stop_asked()))
                 return
             self.workers[index] = new[0]
             stopped([old], self.settings.graceful_timeout + STOP_MARGIN)

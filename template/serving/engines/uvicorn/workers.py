@@ -115,7 +115,10 @@ class WorkerSupervisor(Multiprocess):
                 return
             new = self.started()
             if not new.wait_until_ready(reload.READY_TIMEOUT, self.stop_asked):
-                new.kill()  # not serving yet: nothing of it to drain
+                if self.stop_asked.is_set() and new.is_ready(timeout=1):
+                    new.terminate()  # it may have accepted since the last check
+                else:
+                    new.kill()  # not serving: nothing of it to drain
                 new.join()
                 logger.log(*reload.not_ready(new.pid, stopping=self.stop_asked.is_set()))
                 return
