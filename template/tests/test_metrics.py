@@ -138,7 +138,6 @@ def test_a_metrics_port_taken_after_the_trial_bind_is_one_sentence(
     assert os.environ[MULTIPROC_ENV] == str(tmp_path)
 
 
-
 def test_a_metrics_directory_that_cannot_be_made_is_one_sentence(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """PROMETHEUS_MULTIPROC_DIR names a file: `serve` says so, and not as a port taken."""
@@ -153,6 +152,7 @@ def test_a_metrics_directory_that_cannot_be_made_is_one_sentence(
         "(PROMETHEUS_MULTIPROC_DIR)")
     with socket.socket() as again:  # the launcher's bind let go (no SO_REUSEADDR here)
         again.bind(("127.0.0.1", settings.metrics_port))
+
 
 SLOT_USER = """
 import sys, time

@@ -114,10 +114,10 @@ class GunicornApp(BaseApplication):
         self.left = set[int]()
         self.readies, self.ready_writer = os.pipe()  # a new worker's pid, once it serves
         self.births, self.birth_writer = os.pipe()  # a new worker's pid, once forked
-        os.set_blocking(self.births, False)
-        # Read only during a reload: once full, a pid is dropped rather than a worker held.
-        os.set_blocking(self.ready_writer, False)
-        os.set_blocking(self.birth_writer, False)
+        # Non-blocking: a reader takes what is there; a writer, the pipe full (it is read
+        # only during a reload), drops a pid rather than hold a worker.
+        for end in (self.readies, self.ready_writer, self.births, self.birth_writer):
+            os.set_blocking(end, False)
         self.killed = set[int]()  # new workers stopped before they served, not replaced
         self.reloading = threading.Lock()
         super().__init__()
@@ -160,7 +160,6 @@ class GunicornApp(BaseApplication):
         stops the server when a new one fails to start."""
         if not reload.accepted("gunicorn", arbiter.log.log):
             return
-        os.set_blocking(self.readies, False)
         pids_in(self.readies)  # what earlier workers said
         workers = arbiter.num_workers
         for _ in range(workers):
@@ -184,15 +183,14 @@ class GunicornApp(BaseApplication):
     def kill_unready(self, new: set[int]) -> None:
         """On a stop: the new workers that do not serve yet have accepted nothing, and the
         arbiter's stop would wait for their start."""
-        os.set_blocking(self.readies, False)
-        self.killed.update(new - pids_in(self.readies))
-        for pid in self.killed:
+        unready = new - pids_in(self.readies)
+        self.killed.update(unready)
+        for pid in unready:
             with contextlib.suppress(ProcessLookupError):
                 os.kill(pid, signal.SIGKILL)
 
     def new_worker_serves(self, timeout: float) -> bool:
         deadline = time.monotonic() + timeout
-        os.set_blocking(self.readies, True)
         while (left := deadline - time.monotonic()) > 0 and not self.stopping.is_set():
             if select.select([self.readies], [], [], min(left, 0.5))[0]:
                 return len(os.read(self.readies, PID_BYTES)) == PID_BYTES
