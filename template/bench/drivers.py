@@ -173,7 +173,8 @@ class ApacheBench(Driver):
     name = "ab"
     binary = "ab"
     note = ("ab sends HTTP/1.0 keep-alive, which uvicorn closes after each response: "
-            "it measures connection handling, not the engines' request path")
+            "it measures connection handling, not the engines' request path; its "
+            "percentiles are whole milliseconds")
 
     def can_send(self, route: Route) -> bool:
         # -p sends a body as POST and cannot be combined with another method.

@@ -48,6 +48,10 @@ def test_driver_runs_and_its_output_is_read(driver: drivers.Driver, server_url: 
     assert result.failed == 0 and result.non_2xx == 0
     if driver.name == "h2load":
         assert result.mean_ms and result.p50_ms is None  # h2load has no percentiles
+    elif driver.name == "ab":
+        # Whole milliseconds: a fast machine's median reads 0.
+        assert result.mean_ms
+        assert 0 <= result.p50_ms <= result.p95_ms <= result.p99_ms  # type: ignore[operator]
     else:
         assert 0 < result.p50_ms <= result.p95_ms <= result.p99_ms  # type: ignore[operator]
 
