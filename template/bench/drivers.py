@@ -133,7 +133,8 @@ class H2load(Driver):
         return [*argv, url]
 
     def parse(self, output: str) -> LoadResult:
-        finished = re.search(r"finished in ([\d.]+)s", output)
+        # Under a second, h2load gives the run's length in ms (or us), as its latencies.
+        finished = re.search(r"finished in ([\d.]+(?:us|ms|s)),", output)
         counts = re.search(r"requests: \d+ total, \d+ started, (\d+) done, (\d+) succeeded, "
                            r"(\d+) failed, (\d+) errored, (\d+) timeout", output)
         codes = re.search(r"status codes: (\d+) 2xx, (\d+) 3xx, (\d+) 4xx, (\d+) 5xx", output)
@@ -144,7 +145,7 @@ class H2load(Driver):
         non_2xx = sum(int(codes[i]) for i in (2, 3, 4))
         failed = int(counts[4]) + int(counts[5])
         mean = _duration_ms(timing[3]) if timing else None
-        return LoadResult(self.name, done, float(finished[1]), non_2xx, failed,
+        return LoadResult(self.name, done, _duration_ms(finished[1]) / 1000, non_2xx, failed,
                           None, None, None, mean)
 
 

@@ -7,6 +7,7 @@ check what is counted and reported, not how fast.
 from __future__ import annotations
 
 import json
+import re
 import signal
 import socket
 import subprocess
@@ -54,6 +55,18 @@ def test_driver_runs_and_its_output_is_read(driver: drivers.Driver, server_url: 
         assert 0 <= result.p50_ms <= result.p95_ms <= result.p99_ms  # type: ignore[operator]
     else:
         assert 0 < result.p50_ms <= result.p95_ms <= result.p99_ms  # type: ignore[operator]
+
+
+@pytest.mark.skipif(not drivers.ALL["h2load"].available(), reason="h2load is not installed")
+def test_h2load_output_of_a_run_under_a_second_is_read(server_url: str) -> None:
+    """A run that ends within a second gives its length in ms: a one-second run on a
+    fast machine (998.72ms) was refused as printing no summary."""
+    done = subprocess.run(["h2load", "--h1", "-t1", "-c2", "-n8", f"{server_url}/health/"],
+                          capture_output=True, text=True, timeout=30, check=True)
+    assert re.search(r"finished in [\d.]+(us|ms),", done.stdout), done.stdout
+    result = drivers.ALL["h2load"].parse(done.stdout)
+    assert (result.requests, result.failed, result.non_2xx) == (8, 0, 0)
+    assert 0 < result.seconds < 1, (result.seconds, done.stdout)
 
 
 @pytest.mark.parametrize("driver", DRIVERS)
