@@ -18,7 +18,7 @@ import pytest
 from tests import served
 from tests.drain import drive_and_terminate
 from tests.request_set import loop_for
-from tests.server_process import children, running, running_server
+from tests.server_process import children, running, running_server, wait_until
 
 pytestmark = pytest.mark.slow
 GRACE = 10
@@ -116,3 +116,27 @@ def test_a_server_stopped_while_a_worker_starts_stops_in_time(engine: str) -> No
         log = server.output()
     print(f"{engine}: stopped {waited:.2f} s after SIGTERM")
     assert waited < GRACE, f"still running {GRACE} s after SIGTERM:\n{log[-3000:]}"
+
+
+def test_a_granian_worker_stopped_as_it_is_forked_stops() -> None:
+    """SIGTERM to a replacement worker the moment it exists, before it builds the app: it
+    must stop. Forked, it ran the launcher's handler (the drain's) until it built the
+    app, which lost the signal: its server, stopped then, waited on it for good."""
+    served.require("granian", "uvloop")
+    args = ["--engine", "granian", "--loop", "uvloop", "--workers", "2",
+            "--respawn-failed-workers"]
+    with running_server(args, env={"WEBSERVER_HEALTH_DETAIL": "full"}) as server:
+        launcher = server.process.pid
+        listing = f"/proc/{launcher}/task/{launcher}/children"
+        before = set(children(launcher))
+        os.kill(httpx.get(f"{server.url}/health/detailed").json()["pid"], signal.SIGKILL)
+        deadline, born = time.monotonic() + 10, set()
+        while not born and time.monotonic() < deadline:
+            with open(listing) as found:
+                born = {int(pid) for pid in found.read().split()} - before
+        assert born, f"no replacement within 10 s:\n{server.output()[-3000:]}"
+        for pid in born:
+            os.kill(pid, signal.SIGTERM)
+        gone = wait_until(lambda: not any(running(pid) for pid in born), timeout=5)
+        log = server.output()
+    assert gone, f"a worker signalled as it was forked still runs:\n{log[-3000:]}"

@@ -12,6 +12,7 @@
 from __future__ import annotations
 
 import asyncio
+import os
 import signal
 import threading
 from collections.abc import Awaitable, Callable
@@ -90,6 +91,10 @@ def stderr_handler(formatter: str) -> dict[str, str]:
 
 
 def run(settings: Settings, loop: str) -> None:
+    # A forked worker would run the launcher's SIGTERM handler (the drain's) until it
+    # builds the app, and lose the signal: blocked across the fork, reset in the child.
+    os.register_at_fork(before=block_stop_signals, after_in_parent=unblock_stop_signals,
+                        after_in_child=default_stop_signals)
     server = Granian(**options(settings, loop))  # type: ignore[arg-type]
 
     @server.on_startup
@@ -100,6 +105,21 @@ def run(settings: Settings, loop: str) -> None:
                                                     settings.log_format))
 
     server.serve()
+
+
+def block_stop_signals() -> None:
+    signal.pthread_sigmask(signal.SIG_BLOCK, STOP_SIGNALS)
+
+
+def unblock_stop_signals() -> None:
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, STOP_SIGNALS)
+
+
+def default_stop_signals() -> None:
+    """In a forked worker: a stop that came meanwhile is delivered, and stops it."""
+    for number in STOP_SIGNALS:
+        signal.signal(number, signal.SIG_DFL)
+    unblock_stop_signals()
 
 
 def checked_reload(handler: Handler, log_format: str) -> Handler:
@@ -120,8 +140,8 @@ def checked_reload(handler: Handler, log_format: str) -> Handler:
 def served_app() -> ASGIApp:
     """In each worker: the served app, which drains the worker's own listener and ends
     what is open before granian stops the worker."""
-    # A forked worker inherits the main process's handlers until granian sets its own
-    # once the app is built: a worker stopped while it imports the app must stop.
+    # Until granian sets its own handlers once the app is built, a worker stopped while it
+    # imports the app must stop (a forked one is reset at the fork too: run()).
     for number in STOP_SIGNALS:
         signal.signal(number, signal.SIG_DFL)
     forget_your_modules()  # your app/custom.py read from disk, not the launcher's copy
