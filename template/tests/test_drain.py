@@ -7,6 +7,7 @@ per Python rather than for every answer combination.
 from __future__ import annotations
 
 import contextlib
+import glob
 import os
 import signal
 import subprocess
@@ -19,7 +20,7 @@ import pytest
 from tests import served
 from tests.drain import drive_and_terminate
 from tests.request_set import loop_for
-from tests.server_process import children, running, running_server, wait_until
+from tests.server_process import Server, children, running, running_server, wait_until
 
 pytestmark = pytest.mark.slow
 GRACE = 10
@@ -100,14 +101,7 @@ def test_a_server_stopped_while_a_worker_starts_stops_in_time(engine: str) -> No
     served.require(engine, "uvloop")
     args = ["--engine", engine, "--loop", "uvloop", "--workers", "2", "--respawn-failed-workers"]
     with running_server(args, env={"WEBSERVER_HEALTH_DETAIL": "full"}) as server:  # its pid
-        launcher = server.process.pid
-        before = set(children(launcher))
-        os.kill(httpx.get(f"{server.url}/health/detailed").json()["pid"], signal.SIGKILL)
-        deadline, started = time.monotonic() + 10, set()
-        while not started and time.monotonic() < deadline:
-            started = {pid for pid in children(launcher) if running(pid)} - before
-            time.sleep(0.002)
-        assert started, f"no replacement within 10 s:\n{server.output()[-3000:]}"
+        kill_a_worker_and_catch_its_replacement(server)
         time.sleep(0.05)
         signalled = time.monotonic()
         server.process.send_signal(signal.SIGTERM)
@@ -129,17 +123,25 @@ def test_a_granian_worker_stopped_as_it_is_forked_stops() -> None:
     args = ["--engine", "granian", "--loop", "uvloop", "--workers", "2",
             "--respawn-failed-workers"]
     with running_server(args, env={"WEBSERVER_HEALTH_DETAIL": "full"}) as server:
-        launcher = server.process.pid
-        listing = f"/proc/{launcher}/task/{launcher}/children"
-        before = set(children(launcher))
-        os.kill(httpx.get(f"{server.url}/health/detailed").json()["pid"], signal.SIGKILL)
-        deadline, born = time.monotonic() + 10, set()
-        while not born and time.monotonic() < deadline:
-            with open(listing) as found:
-                born = {int(pid) for pid in found.read().split()} - before
-        assert born, f"no replacement within 10 s:\n{server.output()[-3000:]}"
+        born = kill_a_worker_and_catch_its_replacement(server)
         for pid in born:
             os.kill(pid, signal.SIGTERM)
         gone = wait_until(lambda: not any(running(pid) for pid in born), timeout=5)
         log = server.output()
     assert gone, f"a worker signalled as it was forked still runs:\n{log[-3000:]}"
+
+
+def kill_a_worker_and_catch_its_replacement(server: Server) -> set[int]:
+    """SIGKILL the worker that answers, then return the pids its server forks or spawns
+    next, read as soon as they exist: the kernel's per-thread children lists, polled
+    without a pause, catch a worker before it has run any of its own code."""
+    launcher = server.process.pid
+    before = set(children(launcher))
+    os.kill(httpx.get(f"{server.url}/health/detailed").json()["pid"], signal.SIGKILL)
+    deadline, born = time.monotonic() + 10, set()
+    while not born and time.monotonic() < deadline:
+        for listing in glob.glob(f"/proc/{launcher}/task/*/children"):
+            with contextlib.suppress(OSError), open(listing) as found:
+                born |= {int(pid) for pid in found.read().split()} - before
+    assert born, f"no replacement within 10 s:\n{server.output()[-3000:]}"
+    return born
