@@ -12,6 +12,7 @@
 from __future__ import annotations
 
 import asyncio
+import logging
 import os
 import signal
 import threading
@@ -96,15 +97,27 @@ def run(settings: Settings, loop: str) -> None:
     os.register_at_fork(before=block_stop_signals, after_in_parent=unblock_stop_signals,
                         after_in_child=default_stop_signals)
     server = Granian(**options(settings, loop))  # type: ignore[arg-type]
+    supervising = threading.Event()
 
     @server.on_startup
     def check_before_reload() -> None:
         # Runs in granian's main process once it has set its own signal handlers. Its
         # own reload stops the server when a new worker fails to start.
+        supervising.set()
         signal.signal(signal.SIGHUP, checked_reload(signal.getsignal(signal.SIGHUP),
                                                     settings.log_format))
 
-    server.serve()
+    try:
+        server.serve()
+    except Exception as error:
+        if not supervising.is_set():
+            raise
+        # Its supervising loop ended (a worker spawned and killed before it read what to
+        # run breaks multiprocessing's pipe): its workers would serve on, deaf to a stop.
+        logs.announce(f"granian stopped supervising its workers ({error!r}): stopping "
+                      "them and exiting, for the service manager to restart the server",
+                      settings.log_format, level=logging.ERROR)
+        server.shutdown(exit_code=1)
 
 
 def block_stop_signals() -> None:
