@@ -115,9 +115,9 @@ def test_a_server_stopped_while_a_worker_starts_stops_in_time(engine: str) -> No
 def test_a_granian_worker_stopped_as_it_starts_leaves_a_server_that_stops() -> None:
     """SIGTERM to a replacement worker the moment it exists: it must stop, and its server
     on a SIGTERM. Forked (Python 3.13 and older), it ran the launcher's handler (the
-    drain's) until it built the app and lost the signal; spawned (3.14 and newer), it
-    could die before it read what to run, which ended granian's supervising loop in an
-    exception: its other worker served on, and the server ignored its stop."""
+    drain's) until it built the app and lost the signal; spawned (3.14 and newer), one
+    dead before granian handed it what to run ended granian's supervising loop: its other
+    worker served on, and the server ignored its stop."""
     served.require("granian", "uvloop")
     args = ["--engine", "granian", "--loop", "uvloop", "--workers", "2",
             "--respawn-failed-workers"]
@@ -126,27 +126,54 @@ def test_a_granian_worker_stopped_as_it_starts_leaves_a_server_that_stops() -> N
         for pid in born:
             os.kill(pid, signal.SIGTERM)
         gone = wait_until(lambda: not any(running(pid) for pid in born), timeout=5)
-        if server.process.poll() is None:  # granian may have stopped itself: a crash loop
-            server.process.send_signal(signal.SIGTERM)
-        with contextlib.suppress(subprocess.TimeoutExpired):
-            server.process.wait(timeout=GRACE)
-        log = server.output()
-        assert gone, f"a worker signalled as it started still runs:\n{log[-3000:]}"
-        assert server.process.poll() is not None, (
-            f"still running {GRACE} s after SIGTERM:\n{log[-3000:]}")
+        assert gone, f"a worker signalled as it started still runs:\n{server.output()[-3000:]}"
+        assert_stops_on_sigterm(server)
+
+
+def test_a_granian_worker_killed_as_it_replaces_a_recycled_one_leaves_a_server_that_stops(
+) -> None:
+    """granian recycles its worker by memory; the replacement is killed the moment it
+    exists (as the OOM killer would). Spawned (3.14 and newer) and dead before granian
+    handed it what to run, it ended granian's supervising loop with the old worker already
+    off its list: granian's own shutdown left that one serving, and the server waited on
+    it for good."""
+    served.require("granian", "uvloop")
+    args = ["--engine", "granian", "--loop", "uvloop", "--workers", "1",
+            "--worker-max-memory", "1", "--respawn-failed-workers"]
+    with running_server(args) as server:
+        before = set(children(server.process.pid))
+        for pid in catch_the_next_worker(server, before, timeout=15):
+            os.kill(pid, signal.SIGKILL)
+        assert_stops_on_sigterm(server)
+
+
+def assert_stops_on_sigterm(server: Server) -> None:
+    """The server stops within GRACE of a SIGTERM, one granian sent itself included (it
+    exits when a replacement dies at once: "Worker crash loop detected")."""
+    if server.process.poll() is None:
+        server.process.send_signal(signal.SIGTERM)
+    with contextlib.suppress(subprocess.TimeoutExpired):
+        server.process.wait(timeout=GRACE)
+    assert server.process.poll() is not None, (
+        f"still running {GRACE} s after SIGTERM:\n{server.output()[-3000:]}")
 
 
 def kill_a_worker_and_catch_its_replacement(server: Server) -> set[int]:
-    """SIGKILL the worker that answers, then return the pids its server forks or spawns
-    next, read as soon as they exist: the kernel's per-thread children lists, polled
-    without a pause, catch a worker before it has run any of its own code."""
-    launcher = server.process.pid
-    before = set(children(launcher))
+    """SIGKILL the worker that answers; the pids its server forks or spawns next."""
+    before = set(children(server.process.pid))
     os.kill(httpx.get(f"{server.url}/health/detailed").json()["pid"], signal.SIGKILL)
-    deadline, born = time.monotonic() + 10, set()
+    return catch_the_next_worker(server, before, timeout=10)
+
+
+def catch_the_next_worker(server: Server, before: set[int], timeout: float) -> set[int]:
+    """The server's children not in `before`, read as soon as they exist: the kernel's
+    per-thread children lists, polled without a pause, catch a worker before it has run
+    any of its own code."""
+    launcher = server.process.pid
+    deadline, born = time.monotonic() + timeout, set()
     while not born and time.monotonic() < deadline:
         for listing in glob.glob(f"/proc/{launcher}/task/*/children"):
             with contextlib.suppress(OSError), open(listing) as found:
                 born |= {int(pid) for pid in found.read().split()} - before
-    assert born, f"no replacement within 10 s:\n{server.output()[-3000:]}"
+    assert born, f"no new worker within {timeout} s:\n{server.output()[-3000:]}"
     return born

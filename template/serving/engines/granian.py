@@ -13,9 +13,11 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import multiprocessing
 import os
 import signal
 import threading
+import traceback
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from types import FrameType
@@ -97,27 +99,41 @@ def run(settings: Settings, loop: str) -> None:
     os.register_at_fork(before=block_stop_signals, after_in_parent=unblock_stop_signals,
                         after_in_child=default_stop_signals)
     server = Granian(**options(settings, loop))  # type: ignore[arg-type]
-    supervising = threading.Event()
+    granian_started = threading.Event()
 
     @server.on_startup
     def check_before_reload() -> None:
         # Runs in granian's main process once it has set its own signal handlers. Its
         # own reload stops the server when a new worker fails to start.
-        supervising.set()
+        granian_started.set()
         signal.signal(signal.SIGHUP, checked_reload(signal.getsignal(signal.SIGHUP),
                                                     settings.log_format))
 
     try:
         server.serve()
-    except Exception as error:
-        if not supervising.is_set():
+    except Exception:
+        if not granian_started.is_set():
             raise
-        # Its supervising loop ended (a worker spawned and killed before it read what to
-        # run breaks multiprocessing's pipe): its workers would serve on, deaf to a stop.
-        logs.announce(f"granian stopped supervising its workers ({error!r}): stopping "
-                      "them and exiting, for the service manager to restart the server",
-                      settings.log_format, level=logging.ERROR)
-        server.shutdown(exit_code=1)
+        # Its supervising loop ended (a worker spawned and dead before granian handed it
+        # what to run breaks multiprocessing's pipe): its workers would serve on, deaf.
+        logs.announce("granian stopped supervising its workers: stopping them and exiting, "
+                      "for the service manager to restart the server\n"
+                      + traceback.format_exc().rstrip(), settings.log_format,
+                      level=logging.ERROR)
+        try:
+            server.shutdown(exit_code=1)
+        finally:
+            stop_unlisted_workers(timeout=settings.graceful_timeout)
+
+
+def stop_unlisted_workers(timeout: float) -> None:
+    """A worker granian took off its list to replace it (a reload, a recycle) when the
+    replacement failed: its shutdown does not stop that one."""
+    for worker in multiprocessing.active_children():
+        worker.terminate()
+        worker.join(timeout)
+        if worker.is_alive():
+            worker.kill()
 
 
 def block_stop_signals() -> None:
