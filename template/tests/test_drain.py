@@ -9,6 +9,7 @@ from __future__ import annotations
 import contextlib
 import glob
 import os
+import resource
 import signal
 import subprocess
 import time
@@ -23,6 +24,9 @@ from tests.server_process import Server, children, running, running_server, wait
 
 pytestmark = pytest.mark.slow
 GRACE = 10
+# granian samples its workers' memory every few seconds (serving/engines/granian.py)
+# and recycles one over the limit at the first sample after its start.
+FIRST_RECYCLE_WITHIN = 15
 
 
 # Keep-alive clients with one and two workers; clients that open a connection per
@@ -140,16 +144,41 @@ def test_a_granian_worker_killed_as_it_replaces_a_recycled_one_leaves_a_server_t
     served.require("granian", "uvloop")
     args = ["--engine", "granian", "--loop", "uvloop", "--workers", "1",
             "--worker-max-memory", "1", "--respawn-failed-workers"]
-    with running_server(args) as server:
+    with running_server(args, env={"WEBSERVER_HEALTH_DETAIL": "full"}) as server:
+        old = httpx.get(f"{server.url}/health/detailed").json()["pid"]
         before = set(children(server.process.pid))
-        for pid in catch_the_next_worker(server, before, timeout=15):
+        for pid in catch_the_next_worker(server, before, timeout=FIRST_RECYCLE_WITHIN):
             os.kill(pid, signal.SIGKILL)
         assert_stops_on_sigterm(server)
+        assert wait_until(lambda: not running(old), timeout=5), (
+            f"the recycled worker outlived its server:\n{server.output()[-3000:]}")
+
+
+def test_a_granian_server_that_cannot_start_a_worker_stops_the_others() -> None:
+    """The launcher out of file descriptors when granian replaces a failed worker: the
+    spawn raises in granian's supervising loop, on every Python. Its other worker must
+    stop, and the server exit 1 with one line that says so."""
+    served.require("granian", "uvloop")
+    args = ["--engine", "granian", "--loop", "uvloop", "--workers", "2",
+            "--respawn-failed-workers"]
+    with running_server(args, env={"WEBSERVER_HEALTH_DETAIL": "full"}) as server:
+        launcher = server.process.pid
+        started = set(children(launcher))  # its workers and helpers, all to end with it
+        open_now = len(os.listdir(f"/proc/{launcher}/fd"))
+        resource.prlimit(launcher, resource.RLIMIT_NOFILE, (open_now, open_now))
+        os.kill(httpx.get(f"{server.url}/health/detailed").json()["pid"], signal.SIGKILL)
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            server.process.wait(timeout=GRACE)
+        log = server.output()
+        assert server.process.returncode == 1, f"exit {server.process.returncode}:\n{log[-3000:]}"
+        assert "granian stopped supervising its workers" in log, log[-3000:]
+        assert wait_until(lambda: not any(running(pid) for pid in started), timeout=5), (
+            f"a child outlived its server:\n{log[-3000:]}")
 
 
 def assert_stops_on_sigterm(server: Server) -> None:
-    """The server stops within GRACE of a SIGTERM, one granian sent itself included (it
-    exits when a replacement dies at once: "Worker crash loop detected")."""
+    """The server stops within GRACE of a SIGTERM, or has exited by itself (granian does
+    when a replacement dies at once: "Worker crash loop detected")."""
     if server.process.poll() is None:
         server.process.send_signal(signal.SIGTERM)
     with contextlib.suppress(subprocess.TimeoutExpired):
@@ -167,8 +196,8 @@ def kill_a_worker_and_catch_its_replacement(server: Server) -> set[int]:
 
 def catch_the_next_worker(server: Server, before: set[int], timeout: float) -> set[int]:
     """The server's children not in `before`, read as soon as they exist: the kernel's
-    per-thread children lists, polled without a pause, catch a worker before it has run
-    any of its own code."""
+    per-thread children lists, polled without a pause (a core busy until then), catch a
+    worker before it has run any of its own code."""
     launcher = server.process.pid
     deadline, born = time.monotonic() + timeout, set()
     while not born and time.monotonic() < deadline:
