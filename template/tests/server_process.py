@@ -29,6 +29,8 @@ PROJECT_DIR = Path(__file__).resolve().parents[1]
 PORT_COUNTER = Path(tempfile.gettempdir()) / "server-process-ports"
 
 
+FULL_DETAIL = {"WEBSERVER_HEALTH_DETAIL": "full"}  # /health/detailed names the worker
+
 def server_ports() -> range:
     try:
         low = int(Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()[0])
@@ -211,6 +213,11 @@ def descendants(pid: int) -> list[int]:
     """Its children, theirs, and so on."""
     found = children(pid)
     return [*found, *(grandchild for child in found for grandchild in descendants(child))]
+
+
+def answering_worker(server: Server) -> int:
+    """The pid of the worker that answers one request (the server run with FULL_DETAIL)."""
+    return int(httpx.get(f"{server.url}/health/detailed").json()["pid"])
 
 
 def worker_pids(server: Server, tries: int = 40, workers: int = 1) -> set[int]:

@@ -14,13 +14,20 @@ import signal
 import subprocess
 import time
 
-import httpx
 import pytest
 
 from tests import served
 from tests.drain import drive_and_terminate
 from tests.request_set import loop_for
-from tests.server_process import Server, children, running, running_server, wait_until
+from tests.server_process import (
+    FULL_DETAIL,
+    Server,
+    answering_worker,
+    children,
+    running,
+    running_server,
+    wait_until,
+)
 
 pytestmark = pytest.mark.slow
 GRACE = 10
@@ -103,7 +110,7 @@ def test_a_server_stopped_while_a_worker_starts_stops_in_time(engine: str) -> No
     keeps it: uvloop is the loop to test)."""
     served.require(engine, "uvloop")
     args = ["--engine", engine, "--loop", "uvloop", "--workers", "2", "--respawn-failed-workers"]
-    with running_server(args, env={"WEBSERVER_HEALTH_DETAIL": "full"}) as server:  # its pid
+    with running_server(args, env=FULL_DETAIL) as server:  # its pid
         kill_a_worker_and_catch_its_replacement(server)
         time.sleep(0.05)
         signalled = time.monotonic()
@@ -123,9 +130,7 @@ def test_a_granian_worker_stopped_as_it_starts_leaves_a_server_that_stops() -> N
     dead before granian handed it what to run ended granian's supervising loop: its other
     worker served on, and the server ignored its stop."""
     served.require("granian", "uvloop")
-    args = ["--engine", "granian", "--loop", "uvloop", "--workers", "2",
-            "--respawn-failed-workers"]
-    with running_server(args, env={"WEBSERVER_HEALTH_DETAIL": "full"}) as server:
+    with running_server(granian_respawning(workers=2), env=FULL_DETAIL) as server:
         born = kill_a_worker_and_catch_its_replacement(server)
         for pid in born:
             os.kill(pid, signal.SIGTERM)
@@ -142,10 +147,9 @@ def test_a_granian_worker_killed_as_it_replaces_a_recycled_one_leaves_a_server_t
     off its list: granian's own shutdown left that one serving, and the server waited on
     it for good."""
     served.require("granian", "uvloop")
-    args = ["--engine", "granian", "--loop", "uvloop", "--workers", "1",
-            "--worker-max-memory", "1", "--respawn-failed-workers"]
-    with running_server(args, env={"WEBSERVER_HEALTH_DETAIL": "full"}) as server:
-        old = httpx.get(f"{server.url}/health/detailed").json()["pid"]
+    with running_server(granian_respawning("--worker-max-memory", "1", workers=1),
+                        env=FULL_DETAIL) as server:
+        old = answering_worker(server)
         before = set(children(server.process.pid))
         for pid in catch_the_next_worker(server, before, timeout=FIRST_RECYCLE_WITHIN):
             os.kill(pid, signal.SIGKILL)
@@ -159,14 +163,12 @@ def test_a_granian_server_that_cannot_start_a_worker_stops_the_others() -> None:
     spawn raises in granian's supervising loop, on every Python. Its other worker must
     stop, and the server exit 1 with one line that says so."""
     served.require("granian", "uvloop")
-    args = ["--engine", "granian", "--loop", "uvloop", "--workers", "2",
-            "--respawn-failed-workers"]
-    with running_server(args, env={"WEBSERVER_HEALTH_DETAIL": "full"}) as server:
+    with running_server(granian_respawning(workers=2), env=FULL_DETAIL) as server:
         launcher = server.process.pid
         started = set(children(launcher))  # its workers and helpers, all to end with it
         open_now = len(os.listdir(f"/proc/{launcher}/fd"))
         resource.prlimit(launcher, resource.RLIMIT_NOFILE, (open_now, open_now))
-        os.kill(httpx.get(f"{server.url}/health/detailed").json()["pid"], signal.SIGKILL)
+        os.kill(answering_worker(server), signal.SIGKILL)
         with contextlib.suppress(subprocess.TimeoutExpired):
             server.process.wait(timeout=GRACE)
         log = server.output()
@@ -174,6 +176,12 @@ def test_a_granian_server_that_cannot_start_a_worker_stops_the_others() -> None:
         assert "granian stopped supervising its workers" in log, log[-3000:]
         assert wait_until(lambda: not any(running(pid) for pid in started), timeout=5), (
             f"a child outlived its server:\n{log[-3000:]}")
+
+
+def granian_respawning(*extra: str, workers: int) -> list[str]:
+    """granian on uvloop, replacing a failed worker."""
+    return ["--engine", "granian", "--loop", "uvloop", "--workers", str(workers),
+            "--respawn-failed-workers", *extra]
 
 
 def assert_stops_on_sigterm(server: Server) -> None:
@@ -190,7 +198,7 @@ def assert_stops_on_sigterm(server: Server) -> None:
 def kill_a_worker_and_catch_its_replacement(server: Server) -> set[int]:
     """SIGKILL the worker that answers; the pids its server forks or spawns next."""
     before = set(children(server.process.pid))
-    os.kill(httpx.get(f"{server.url}/health/detailed").json()["pid"], signal.SIGKILL)
+    os.kill(answering_worker(server), signal.SIGKILL)
     return catch_the_next_worker(server, before, timeout=10)
 
 

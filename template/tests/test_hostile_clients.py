@@ -23,8 +23,8 @@ import pytest
 from app.core import loops
 from app.core.setting_specs import BESIDE_THE_WORKERS_MIB, BY_NAME, memory_limit_mib
 from tests import served
-from tests.server_process import running_server
-from tests.test_limits import FULL_DETAIL, Served, head, memory_kib, status
+from tests.server_process import FULL_DETAIL, answering_worker, running_server
+from tests.test_limits import Served, head, memory_kib, status
 
 pytestmark = [pytest.mark.slow, pytest.mark.demo_routes]
 
@@ -58,7 +58,7 @@ def served(request: pytest.FixtureRequest) -> Iterator[tuple[Served, str, bool]]
     engine, parser, http2 = request.param
     args = ["--engine", engine, "--http", parser, *(["--http2"] if http2 else [])]
     with running_server(args, env=FULL_DETAIL) as server:
-        pid = httpx.get(f"{server.url}/health/detailed").json()["pid"]
+        pid = answering_worker(server)
         port = int(server.url.rsplit(":", 1)[1])
         yield Served(engine, server.url, port, int(pid), server.output), parser, http2
 

@@ -31,7 +31,7 @@ from app.core.setting_specs import BY_NAME
 from app.middleware.body_budget import BodyBudget
 from app.middleware.request_limits import MAX_HEADERS, RequestLimitsMiddleware
 from tests import served
-from tests.server_process import running_server
+from tests.server_process import FULL_DETAIL, answering_worker, running_server
 
 slow = pytest.mark.slow  # the tests that boot servers; the in-process ones at the end are not
 
@@ -52,7 +52,6 @@ def capping(engine: str) -> list[str]:
     """The concurrency cap, where the engine has one (gunicorn's asgi worker has none)."""
     honoured = engine in loops.FEATURES["max_concurrency"].honoured_by
     return ["--max-concurrency", str(CAP)] if honoured else []
-FULL_DETAIL = {"WEBSERVER_HEALTH_DETAIL": "full"}  # the worker's pid
 
 
 @dataclass
@@ -67,7 +66,7 @@ class Served:
 @contextlib.contextmanager
 def serving(engine: str, args: list[str]) -> Iterator[Served]:
     with running_server(["--engine", engine, *args], env=FULL_DETAIL) as server:
-        pid = httpx.get(f"{server.url}/health/detailed").json()["pid"]
+        pid = answering_worker(server)
         yield Served(engine, server.url, int(server.url.rsplit(":", 1)[1]), pid,
                      server.output)
 
